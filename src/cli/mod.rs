@@ -1,0 +1,93 @@
+//! The analysts' commands. Each returns the process exit code and prints for a person.
+
+mod diff;
+mod explain;
+
+use std::path::Path;
+
+use chrono::NaiveDate;
+
+use crate::rules::diag::{Diagnostic, Severity, SourceMap};
+use crate::rules::{cases, load::load_dir_with, Registry};
+use crate::scenarios::run_case;
+
+pub use diff::{diff, diff_report};
+pub use explain::{explain, explain_text};
+
+/// Loads a registry, printing diagnostics; `None` when there were errors.
+pub fn load_or_report(dir: &Path) -> Option<(Registry, SourceMap)> {
+    // LEVY_PARTIAL_RULES=1 lets a directory still being written load without all 51 jurisdictions.
+    let partial = std::env::var("LEVY_PARTIAL_RULES").map_or(false, |v| v == "1");
+    let (reg, diags, sources) = load_dir_with(dir, partial);
+    print_diagnostics(&diags, &sources);
+    reg.map(|r| (r, sources))
+}
+
+pub fn print_diagnostics(diags: &[Diagnostic], sources: &SourceMap) {
+    for d in diags {
+        eprintln!("{}", sources.render(d));
+    }
+    let errors = diags.iter().filter(|d| d.severity == Severity::Error).count();
+    if errors > 0 {
+        eprintln!("{errors} error{} found", if errors == 1 { "" } else { "s" });
+    }
+}
+
+pub fn check(dir: &Path) -> u8 {
+    let Some((reg, mut sources)) = load_or_report(dir) else { return 1 };
+    let (cases, diags) = cases::load_cases(dir, &mut sources);
+    if !diags.is_empty() {
+        print_diagnostics(&diags, &sources);
+        return 1;
+    }
+    let rules: usize = reg.rule_count();
+    println!(
+        "ok: rule set {} (engine {}): {} jurisdictions, {} rules, {} zip codes, {} special taxes, {} cases",
+        reg.version,
+        reg.engine_version,
+        reg.all_jurisdictions().count(),
+        rules,
+        reg.zips.len(),
+        reg.special_taxes.len(),
+        cases.len()
+    );
+    0
+}
+
+pub fn test(dir: &Path, filter: Option<&str>) -> u8 {
+    let Some((reg, mut sources)) = load_or_report(dir) else { return 1 };
+    let (cases, diags) = cases::load_cases(dir, &mut sources);
+    if !diags.is_empty() {
+        print_diagnostics(&diags, &sources);
+        return 1;
+    }
+    let (mut passed, mut failed) = (0, 0);
+    for case in cases.iter().filter(|c| filter.map_or(true, |f| c.name.contains(f))) {
+        let out = run_case(&reg, case);
+        if out.failures.is_empty() {
+            passed += 1;
+            continue;
+        }
+        failed += 1;
+        println!("FAIL {} ({})", case.name, case.span);
+        for f in &out.failures {
+            println!("    {f}");
+        }
+        if let Some(det) = &out.determination {
+            println!("    trace:");
+            for step in &det.trace {
+                println!("      {:<14} {:<48} {}", step.stage, step.rule.as_deref().unwrap_or("-"), step.result);
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    u8::from(failed > 0)
+}
+
+/// Parses `--as-of`, defaulting to today (UTC).
+pub fn as_of_or_today(text: Option<&str>) -> Result<NaiveDate, String> {
+    match text {
+        None => Ok(chrono::Utc::now().date_naive()),
+        Some(t) => NaiveDate::parse_from_str(t, "%Y-%m-%d").map_err(|_| format!("`{t}` is not a date (YYYY-MM-DD)")),
+    }
+}

@@ -1,0 +1,766 @@
+//! From validated request facts to the full determination: classification, sourcing, rates,
+//! taxability (with ambiguity and digital-content counterfactuals), role, nexus, marketplace,
+//! nexus-independent taxes, 1099 tracking, confidence and advisories, with a trace throughout.
+
+use std::collections::BTreeMap;
+
+use chrono::{Datelike, NaiveDate};
+use rust_decimal::Decimal;
+
+use super::facts::FactSet;
+use super::money;
+use super::request::{state_code, FieldError, Request};
+use crate::rules::ast::{Sourcing, TaxOutcome};
+use crate::rules::registry::{in_force, Citation, FacilitatedCount, Jurisdiction, Registry, Rule, RuleBody};
+use crate::rules::schema::{Fact, CATEGORIES, DIGITAL_CONTENT_TYPES, TRANSACTION_TYPES, WORK_TYPES};
+
+/// What the engine needs besides the request.
+pub struct Input<'a> {
+    pub request: &'a Request,
+    /// The account's nexus by state index; `None` when it never configured nexus.
+    pub nexus: Option<&'a BTreeMap<usize, bool>>,
+    /// The counterparty's year-to-date payments before this one (the store's figure).
+    pub vendor_ytd: Option<Decimal>,
+    pub as_of: NaiveDate,
+}
+
+#[derive(Debug)]
+pub enum EngineError {
+    /// The request cannot be answered as sent; each error names its field.
+    Input(Vec<FieldError>),
+    /// A registry or arithmetic failure; a bug, never the caller's fault.
+    Internal(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Advisory {
+    pub code: String,
+    pub kind: String,
+    pub message: String,
+    pub state: Option<&'static str>,
+    pub flagged: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct AppliedLayer {
+    pub level: String,
+    pub name: String,
+    pub rate: Decimal,
+    pub citation: Citation,
+}
+
+/// One rated part of the sale (the whole, or a maintenance contract's updates or support leg).
+#[derive(Clone, Debug)]
+pub struct Leg {
+    pub name: &'static str,
+    pub amount: Decimal,
+    pub taxable_amount: Decimal,
+    pub base_share: Decimal,
+    pub state_rate: Decimal,
+    pub local_rate: Decimal,
+    /// The rate applied to the taxable amount (state leg + local layers that apply).
+    pub rate: Decimal,
+    pub tax: Decimal,
+    pub rule_id: String,
+    /// `taxable` or the exemption type.
+    pub result: String,
+    pub reason: Option<String>,
+    pub citation: Citation,
+    pub note: Option<String>,
+    /// For ambiguous rules: each reading with the tax it gives.
+    pub readings: Vec<(String, Decimal, Citation)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct SpecialLeg {
+    pub id: String,
+    pub name: String,
+    pub locality: String,
+    pub rate: Decimal,
+    pub tax: Decimal,
+    pub citation: Citation,
+}
+
+#[derive(Clone, Debug)]
+pub struct TraceStep {
+    pub stage: &'static str,
+    pub rule: Option<String>,
+    pub result: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Tracking1099 {
+    pub counterparty_id: String,
+    pub payment_this_transaction: Decimal,
+    pub vendor_ytd_total: Decimal,
+    pub threshold: Decimal,
+    pub threshold_exceeded: bool,
+    pub form_required: Option<String>,
+    pub tax_year: i32,
+}
+
+#[derive(Clone, Debug)]
+pub struct Routing {
+    pub kind: &'static str,
+    pub amount: Decimal,
+    pub destination: String,
+    pub jurisdiction: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Determination {
+    pub as_of: NaiveDate,
+    pub engine_version: String,
+    pub rules_version: String,
+    pub role: &'static str,
+    pub amount: Decimal,
+    pub buyer_state: &'static str,
+    pub buyer_state_name: String,
+    pub seller_state: Option<&'static str>,
+    pub buyer_zip: Option<String>,
+    pub seller_zip: Option<String>,
+    pub counterparty_id: String,
+    pub transaction_type: &'static str,
+    pub input_work_type: Option<&'static str>,
+    pub work_type: &'static str,
+    pub work_type_source: &'static str,
+    pub work_type_label: String,
+    pub category: &'static str,
+    pub category_label: String,
+    pub classification_basis: String,
+    pub reclassified_by: Option<String>,
+    pub is_b2b: bool,
+    pub use_context: Option<&'static str>,
+    pub marketplace_role: &'static str,
+    pub digital_content_type: Option<&'static str>,
+    pub digital_content_type_applied: bool,
+    pub digital_content_type_rule: Option<String>,
+    pub classification_facts: serde_json::Map<String, serde_json::Value>,
+    pub outside_sales_tax: Option<String>,
+    pub sourcing: Sourcing,
+    pub sourcing_rule: String,
+    pub sourcing_citation: Citation,
+    pub locality: Option<String>,
+    pub jurisdiction: String,
+    pub state_rate: Decimal,
+    pub state_rate_citation: Citation,
+    pub local_rate: Decimal,
+    pub combined_rate: Decimal,
+    pub layers: Vec<AppliedLayer>,
+    pub legs: Vec<Leg>,
+    /// The sales or use tax the law imposes on the sale, before nexus, marketplace or remittance.
+    pub tax_due: Decimal,
+    pub special: Vec<SpecialLeg>,
+    pub special_total: Decimal,
+    pub nexus_configured: bool,
+    pub has_nexus: bool,
+    pub sales_tax: Option<Decimal>,
+    pub use_tax: Option<Decimal>,
+    pub seller_remitting: Option<bool>,
+    pub collected_by_marketplace: bool,
+    pub marketplace_remitted_tax: Option<Decimal>,
+    pub counts_toward_nexus_threshold: Option<bool>,
+    pub exemption_certificate: Option<String>,
+    pub tax_if_nexus: Option<Decimal>,
+    pub total_tax: Decimal,
+    pub final_determination: String,
+    pub tracking_1099: Option<Tracking1099>,
+    pub confidence_score: u32,
+    pub confidence_level: &'static str,
+    pub confidence_factors: Vec<String>,
+    pub advisories: Vec<Advisory>,
+    pub routing: Vec<Routing>,
+    pub trace: Vec<TraceStep>,
+}
+
+impl Determination {
+    /// The effective rate on the whole amount (tax due ÷ amount), for the demo body.
+    pub fn applied_rate(&self) -> Decimal {
+        if self.amount.is_zero() {
+            return Decimal::ZERO;
+        }
+        let legs: Decimal = self.legs.iter().map(|l| l.rate * l.base_share * l.amount).sum();
+        (legs / self.amount).round_dp(6).normalize()
+    }
+
+    /// The state leg's rate as applied (a rule may replace the state rate, e.g. 3% in place of 6%).
+    pub fn applied_state_rate(&self) -> Decimal {
+        self.legs.iter().find(|l| l.result == "taxable").map_or(self.state_rate, |l| l.state_rate)
+    }
+
+    /// The combined rate as applied to the taxable base: the state leg as applied plus the local
+    /// layers that apply; the jurisdiction's general rate when nothing is taxable.
+    pub fn applied_combined_rate(&self) -> Decimal {
+        self.legs.iter().find(|l| l.result == "taxable").map_or(self.combined_rate, |l| l.rate)
+    }
+
+    pub fn advisory_codes(&self) -> Vec<&str> {
+        self.advisories.iter().map(|a| a.code.as_str()).collect()
+    }
+
+    /// Ids of the rules that fired (taxability, sourcing, reclassification, special taxes).
+    pub fn fired_rules(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self.legs.iter().map(|l| l.rule_id.as_str()).collect();
+        out.push(self.sourcing_rule.as_str());
+        out.extend(self.reclassified_by.as_deref());
+        out.extend(self.special.iter().map(|s| s.id.as_str()));
+        out
+    }
+}
+
+struct Ctx<'a> {
+    reg: &'a Registry,
+    advisories: Vec<Advisory>,
+    trace: Vec<TraceStep>,
+    factors: Vec<(String, u32)>,
+}
+
+impl Ctx<'_> {
+    fn advise(&mut self, code: &str, state: Option<&'static str>) {
+        if self.advisories.iter().any(|a| a.code == code) {
+            return;
+        }
+        let (kind, message) = match self.reg.advisory(code) {
+            Some(def) => (def.kind.clone(), def.message.clone()),
+            None => ("information".to_string(), code.to_lowercase().replace('_', " ")),
+        };
+        let flagged = matches!(kind.as_str(), "nexus_warning" | "ambiguity" | "rate_fallback" | "input_warning" | "assumption");
+        self.advisories.push(Advisory { code: code.to_string(), kind, message, state, flagged });
+    }
+
+    fn trace(&mut self, stage: &'static str, rule: Option<&str>, result: impl Into<String>) {
+        self.trace.push(TraceStep { stage, rule: rule.map(str::to_string), result: result.into() });
+    }
+
+    fn lower_confidence(&mut self, by: u32, why: impl Into<String>) {
+        self.factors.push((why.into(), by));
+    }
+}
+
+fn name(list: &'static [&'static str], i: Option<u16>) -> &'static str {
+    i.and_then(|i| list.get(i as usize).copied()).unwrap_or("unknown")
+}
+
+fn internal(msg: impl Into<String>) -> EngineError {
+    EngineError::Internal(msg.into())
+}
+
+/// The outcome of one taxability evaluation.
+struct Rated {
+    rule: usize,
+    outcome: TaxOutcome,
+    tax: Decimal,
+    readings: Vec<(String, Decimal, Citation)>,
+}
+
+fn describe(o: &TaxOutcome) -> String {
+    match o {
+        TaxOutcome::Taxable { state_rate, base_share, with_local } => {
+            let mut s = "taxable".to_string();
+            if let Some(r) = state_rate {
+                s += &format!(" at {}%", (r * Decimal::from(100)).normalize());
+            }
+            if *base_share != Decimal::ONE {
+                s += &format!(" on {}% of base", (base_share * Decimal::from(100)).normalize());
+            }
+            if !with_local {
+                s += " without local";
+            }
+            s
+        }
+        TaxOutcome::Exempt { kind, reason } => format!("exempt as {kind}: {reason}"),
+    }
+}
+
+fn outcome_tax(o: &TaxOutcome, amount: Decimal, state_rate: Decimal, local_rate: Decimal) -> Option<Decimal> {
+    match o {
+        TaxOutcome::Exempt { .. } => Some(Decimal::ZERO),
+        TaxOutcome::Taxable { state_rate: sr, base_share, with_local } => {
+            let rate = sr.unwrap_or(state_rate) + if *with_local { local_rate } else { Decimal::ZERO };
+            money::tax(amount.checked_mul(*base_share)?, rate)
+        }
+    }
+}
+
+/// Finds the taxability rule that fires for the facts' category and rates `amount` with it.
+fn rate_with(j: &Jurisdiction, facts: &FactSet, as_of: NaiveDate, amount: Decimal, state_rate: Decimal, local_rate: Decimal, mut trace: Option<&mut Vec<TraceStep>>) -> Result<Rated, EngineError> {
+    let cat = facts.get(Fact::category).ok_or_else(|| internal("no category"))? as usize;
+    let positions = j.by_category.get(cat).ok_or_else(|| internal("category out of range"))?;
+    for &pos in positions {
+        let r: &Rule<TaxOutcome> = j.taxability.get(pos as usize).ok_or_else(|| internal("rule index out of range"))?;
+        if !r.covers(as_of) {
+            if let Some(t) = trace.as_deref_mut() {
+                t.push(TraceStep { stage: "taxability", rule: Some(r.id.clone()), result: format!("not in force on {as_of}") });
+            }
+            continue;
+        }
+        if !r.when.as_ref().map_or(true, |c| facts.holds(c)) {
+            if let Some(t) = trace.as_deref_mut() {
+                t.push(TraceStep { stage: "taxability", rule: Some(r.id.clone()), result: "condition does not hold".into() });
+            }
+            continue;
+        }
+        let (outcome, tax, readings) = match &r.body {
+            RuleBody::Single(o) => (o.clone(), outcome_tax(o, amount, state_rate, local_rate).ok_or_else(|| internal("tax overflow"))?, vec![]),
+            RuleBody::Alternatives(alts) => {
+                let mut readings = vec![];
+                let mut best: Option<(TaxOutcome, Decimal)> = None;
+                for (o, c) in alts {
+                    let t = outcome_tax(o, amount, state_rate, local_rate).ok_or_else(|| internal("tax overflow"))?;
+                    readings.push((describe(o), t, c.clone()));
+                    if best.as_ref().map_or(true, |(_, bt)| t > *bt) {
+                        best = Some((o.clone(), t));
+                    }
+                }
+                let (o, t) = best.ok_or_else(|| internal("an ambiguous rule without readings"))?;
+                (o, t, readings)
+            }
+        };
+        if let Some(t) = trace.as_deref_mut() {
+            t.push(TraceStep { stage: "taxability", rule: Some(r.id.clone()), result: format!("fired: {}", describe(&outcome)) });
+        }
+        return Ok(Rated { rule: pos as usize, outcome, tax, readings });
+    }
+    Err(internal(format!("no taxability rule of {} covers category {} on {as_of}", j.code, CATEGORIES.get(cat).unwrap_or(&"?"))))
+}
+
+/// Runs the whole determination.
+pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineError> {
+    let req = input.request;
+    let as_of = input.as_of;
+    if as_of < reg.coverage_from {
+        return Err(EngineError::Input(vec![FieldError { field: "as_of".into(), message: format!("the rules cover dates from {}", reg.coverage_from) }]));
+    }
+    let mut cx = Ctx { reg, advisories: vec![], trace: vec![], factors: vec![] };
+    let mut facts = req.facts.clone();
+    let cls = &reg.classification;
+    let buyer_code = state_code(req.buyer_state);
+
+    // Classification.
+    let tt = facts.get(Fact::transaction_type).unwrap_or(3);
+    let tt_entry = cls.transaction_types.get(tt as usize).ok_or_else(|| internal("transaction type table"))?;
+    let explicit_wt = facts.declared(Fact::work_type);
+    let declared_dct = facts.declared(Fact::digital_content_type);
+    let digital_good = Fact::transaction_type.def().kind.index_of("digital_good");
+    let dct_applies = declared_dct.is_some() && explicit_wt.is_none() && Some(tt) == digital_good;
+    if declared_dct.is_some() && !dct_applies {
+        facts.clear(Fact::digital_content_type);
+        cx.advise("DIGITAL_CONTENT_TYPE_NOT_APPLIED", None);
+    }
+    let (wt, category, source) = match explicit_wt {
+        Some(w) => (w, cls.work_types.get(w as usize).ok_or_else(|| internal("work type table"))?.category, 0u16),
+        None => (tt_entry.work_type, tt_entry.category, 1u16),
+    };
+    facts.set(Fact::work_type, wt);
+    facts.set(Fact::work_type_source, source);
+    facts.set(Fact::category, category);
+    let work_type_source = if source == 0 { "explicit" } else { "inferred" };
+    cx.trace("classification", None, format!(
+        "transaction_type {} → work_type {} ({work_type_source}) → category {}",
+        name(&TRANSACTION_TYPES, Some(tt)), name(&WORK_TYPES, Some(wt)), name(&CATEGORIES, Some(category))
+    ));
+    for (fact, cond) in &cls.derived {
+        let v = facts.holds(cond);
+        facts.set_bool(*fact, v);
+    }
+    let mut reclassified_by = None;
+    for r in &cls.reclassify {
+        if facts.holds(&r.when) {
+            facts.set(Fact::category, r.category);
+            cx.trace("classification", Some(&r.id), format!("reclassified as {}", name(&CATEGORIES, Some(r.category))));
+            for a in &r.advisories {
+                cx.advise(a, None);
+            }
+            cx.lower_confidence(10, format!("reclassified by {}", r.id));
+            reclassified_by = Some(r.id.clone());
+            break;
+        }
+    }
+    let category = facts.get(Fact::category).unwrap_or(category);
+    let cat_entry = cls.categories.get(category as usize).ok_or_else(|| internal("category table"))?;
+    let classification_basis = if source == 0 {
+        format!("explicit work_type {}", name(&WORK_TYPES, Some(wt)))
+    } else {
+        format!("inferred from transaction_type {}", name(&TRANSACTION_TYPES, Some(tt)))
+    };
+
+    let j = reg.jurisdiction(req.buyer_state).ok_or_else(|| EngineError::Input(vec![FieldError { field: "buyer_state".into(), message: "this rule set has no rules for the state".into() }]))?;
+    let state_rate_entry = in_force(&j.state_rate, as_of).ok_or_else(|| internal(format!("no {} state rate on {as_of}", j.code)))?;
+    let state_rate = state_rate_entry.value;
+
+    // Sourcing.
+    let src_rule = j
+        .sourcing
+        .iter()
+        .find(|r| r.covers(as_of) && r.when.as_ref().map_or(true, |c| facts.holds(c)))
+        .ok_or_else(|| internal(format!("no {} sourcing rule on {as_of}", j.code)))?;
+    let sourcing = match &src_rule.body {
+        RuleBody::Single(s) => *s,
+        RuleBody::Alternatives(a) => a.first().map(|x| x.0).unwrap_or(Sourcing::Destination),
+    };
+    cx.trace("sourcing", Some(&src_rule.id), sourcing.as_str());
+    let sourced_zip = match sourcing {
+        Sourcing::Origin => match &req.seller_zip {
+            Some(z) => Some(z.clone()),
+            None => {
+                return Err(EngineError::Input(vec![FieldError {
+                    field: "seller_zip".into(),
+                    message: format!("is required: intrastate sales in {} are sourced to the seller's location ({})", j.code, src_rule.citation.cite),
+                }]))
+            }
+        },
+        Sourcing::Destination => req.buyer_zip.clone(),
+    };
+
+    // Rates.
+    let local_taxes = in_force(&j.local_taxes, as_of).map_or(false, |d| d.value);
+    let mut layers = vec![];
+    let mut locality = None;
+    match &sourced_zip {
+        Some(zip) => match reg.zips.get(zip) {
+            Some(area) if area.state != req.buyer_state => {
+                cx.advise("ZIP_STATE_MISMATCH", Some(buyer_code));
+                cx.lower_confidence(20, format!("zip {zip} is in {}, not {}", state_code(area.state), j.code));
+            }
+            Some(area) if local_taxes => {
+                for l in area.layers.iter().filter(|l| l.from <= as_of && l.to.map_or(true, |t| as_of <= t)) {
+                    layers.push(AppliedLayer { level: l.level.clone(), name: l.name.clone(), rate: l.rate, citation: l.citation.clone() });
+                }
+                locality = Some(area.locality.clone());
+            }
+            Some(_) => cx.advise("NO_LOCAL_TAX_IN_STATE", Some(buyer_code)),
+            None if local_taxes => {
+                cx.advise(if sourcing == Sourcing::Origin { "SELLER_ZIP_UNKNOWN_FOR_ORIGIN" } else { "ZIP_NOT_FOUND" }, Some(buyer_code));
+                cx.lower_confidence(15, format!("zip {zip} is not in the local rate tables; state rate only"));
+            }
+            None => cx.advise("NO_LOCAL_TAX_IN_STATE", Some(buyer_code)),
+        },
+        None if local_taxes => cx.lower_confidence(10, "no zip code given; local rates not applied"),
+        None => {}
+    }
+    let local_rate: Decimal = layers.iter().map(|l| l.rate).sum();
+    let combined_rate = state_rate + local_rate;
+    let jurisdiction = match &locality {
+        Some(l) => format!("{l}, {}", j.code),
+        None => j.name.clone(),
+    };
+    cx.trace("rates", None, format!("state {} + local {} = {} ({jurisdiction})", pct(state_rate), pct(local_rate), pct(combined_rate)));
+
+    // Taxability, leg by leg.
+    let mut legs = vec![];
+    let mut dct_rule = None;
+    let outside = cat_entry.outside_sales_tax;
+    if outside {
+        cx.trace("taxability", None, format!("category {} is outside sales tax", name(&CATEGORIES, Some(category))));
+        cx.advise("ROUTED_TO_GAINS_TRACKER", None);
+    } else {
+        let leg_plan: Vec<(&'static str, Decimal)> = match (req.itemized, facts.flag(Fact::separately_itemized), name(&CATEGORIES, Some(category))) {
+            (Some((u, s)), true, "software_maintenance") => vec![("updates", u), ("support", s)],
+            _ => vec![("whole", req.amount)],
+        };
+        // A photograph in a state whose rules never name photographs is rated as art.
+        let mut rating_facts = facts.clone();
+        let photo = Fact::digital_content_type.def().kind.index_of("photograph");
+        let art = Fact::digital_content_type.def().kind.index_of("art_image");
+        if let (Some(p), Some(a)) = (photo, art) {
+            if rating_facts.declared(Fact::digital_content_type) == Some(p) && !j.content_types_named.contains(&p) {
+                rating_facts.set(Fact::digital_content_type, a);
+                cx.trace("classification", None, format!("{} has no photograph rule; rated as art_image", j.code));
+            }
+        }
+        for (leg_name, leg_amount) in leg_plan {
+            let mut lf = rating_facts.clone();
+            lf.set(Fact::leg, Fact::leg.def().kind.index_of(leg_name).unwrap_or(0));
+            let rated = rate_with(j, &lf, as_of, leg_amount, state_rate, local_rate, Some(&mut cx.trace))?;
+            let rule = &j.taxability[rated.rule];
+            for a in &rule.advisories {
+                cx.advise(a, Some(buyer_code));
+            }
+            if !rated.readings.is_empty() {
+                cx.advise("AMBIGUOUS_LAW_HIGHER_TAX", Some(buyer_code));
+                cx.lower_confidence(15, format!("ambiguous law ({}): the higher-tax reading was used", rule.id));
+            }
+            let (leg_state, leg_local, base_share, result, reason) = match &rated.outcome {
+                TaxOutcome::Taxable { state_rate: sr, base_share, with_local } => {
+                    (sr.unwrap_or(state_rate), if *with_local { local_rate } else { Decimal::ZERO }, *base_share, "taxable".to_string(), None)
+                }
+                TaxOutcome::Exempt { kind, reason } => (Decimal::ZERO, Decimal::ZERO, Decimal::ONE, kind.clone(), Some(reason.clone())),
+            };
+            let mut rule_mentions_dct = false;
+            if let Some(w) = &rule.when {
+                w.visit_facts(&mut |f, _| rule_mentions_dct |= f == Fact::digital_content_type);
+            }
+            if rule_mentions_dct {
+                dct_rule = Some(rule.id.clone());
+            }
+            legs.push(Leg {
+                name: leg_name,
+                amount: leg_amount,
+                taxable_amount: money::cents(leg_amount * base_share),
+                base_share,
+                state_rate: leg_state,
+                local_rate: leg_local,
+                rate: leg_state + leg_local,
+                tax: rated.tax,
+                rule_id: rule.id.clone(),
+                result,
+                reason,
+                citation: rule.citation.clone(),
+                note: rule.note.clone(),
+                readings: rated.readings,
+            });
+        }
+        // Digital content: did the declaration change the answer, or could one lower it?
+        if name(&CATEGORIES, Some(category)) == "digital_good" {
+            let tax_now: Decimal = legs.iter().map(|l| l.tax).sum();
+            let generic = |f: &FactSet| {
+                let mut g = f.clone();
+                g.clear(Fact::digital_content_type);
+                g
+            };
+            let with_content = |f: &FactSet, v: &str| {
+                let mut g = f.clone();
+                if let Some(i) = Fact::digital_content_type.def().kind.index_of(v) {
+                    let i = if v == "photograph" && !j.content_types_named.contains(&i) { art.unwrap_or(i) } else { i };
+                    g.set(Fact::digital_content_type, i);
+                }
+                g
+            };
+            let declared_special = rating_facts
+                .declared(Fact::digital_content_type)
+                .map(|v| matches!(DIGITAL_CONTENT_TYPES.get(v as usize), Some(&"art_image" | &"photograph" | &"printable_document")))
+                .unwrap_or(false);
+            if dct_applies {
+                let base = rate_with(j, &generic(&rating_facts), as_of, req.amount, state_rate, local_rate, None)?;
+                if base.tax != tax_now {
+                    cx.advise("DIGITAL_CONTENT_TYPE_DECLARED", Some(buyer_code));
+                }
+            }
+            if !declared_special {
+                for v in ["art_image", "photograph", "printable_document"] {
+                    let alt = rate_with(j, &with_content(&rating_facts, v), as_of, req.amount, state_rate, local_rate, None)?;
+                    if alt.tax < tax_now {
+                        cx.advise("DIGITAL_CONTENT_TYPE_MAY_REDUCE", Some(buyer_code));
+                        cx.lower_confidence(5, "a digital_content_type declaration may lower the tax");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let tax_due: Decimal = legs.iter().map(|l| l.tax).sum();
+
+    // Nexus-independent (special) taxes, levied on the buyer where the buyer is.
+    let mut special = vec![];
+    let role_seller = facts.get(Fact::role) == Some(0);
+    let has_nexus = input.nexus.map_or(false, |n| n.get(&req.buyer_state).copied().unwrap_or(false));
+    if !outside {
+        if let Some(zip) = &req.buyer_zip {
+            for s in reg.special_taxes.iter().filter(|s| s.state == req.buyer_state && s.zips.iter().any(|z| z == zip)) {
+                if !s.when.as_ref().map_or(true, |c| facts.holds(c)) {
+                    cx.trace("special_tax", Some(&s.id), "condition does not hold");
+                    continue;
+                }
+                let Some(rate) = in_force(&s.rates, as_of) else {
+                    cx.trace("special_tax", Some(&s.id), format!("not in force on {as_of}"));
+                    continue;
+                };
+                if s.requires_seller_nexus && role_seller && !has_nexus {
+                    cx.trace("special_tax", Some(&s.id), "requires seller nexus");
+                    continue;
+                }
+                let tax = money::tax(req.amount, rate.value).ok_or_else(|| internal("tax overflow"))?;
+                cx.trace("special_tax", Some(&s.id), format!("fired: {} of {}", pct(rate.value), req.amount));
+                cx.advise("SPECIAL_TAX_APPLIED", Some(buyer_code));
+                let loc = reg.zips.get(zip).map(|z| format!("{}, {}", z.locality, j.code)).unwrap_or_else(|| j.name.clone());
+                special.push(SpecialLeg { id: s.id.clone(), name: s.name.clone(), locality: loc, rate: rate.value, tax, citation: rate.citation.clone() });
+            }
+        }
+    }
+
+    // Role, nexus, marketplace, exemption certificate, remittance.
+    let mut final_determination = if outside {
+        "outside_sales_tax".to_string()
+    } else if legs.iter().any(|l| l.result == "taxable") {
+        "taxable".to_string()
+    } else {
+        legs.first().map(|l| l.result.clone()).unwrap_or_else(|| "not_taxable".into())
+    };
+    let mut own_tax = tax_due;
+    let mut exemption_certificate = None;
+    if let (Some(cert), false) = (&req.exemption_certificate, outside) {
+        own_tax = Decimal::ZERO;
+        exemption_certificate = Some(cert.clone());
+        final_determination = "exemption_certificate".into();
+        cx.advise("EXEMPTION_CERTIFICATE_APPLIED", Some(buyer_code));
+        cx.trace("exemption", None, "exemption certificate given: sales/use tax not charged");
+    }
+    let mut special_total: Decimal = special.iter().map(|s| s.tax).sum();
+    let (mut sales_tax, mut use_tax, mut seller_remitting) = (None, None, None);
+    let (mut collected_by_marketplace, mut marketplace_remitted_tax, mut counts_toward, mut tax_if_nexus) = (false, None, None, None);
+    if role_seller {
+        let mp_seller = facts.name_of(Fact::marketplace_role) == Some("seller");
+        let mf = in_force(&j.marketplace, as_of).filter(|m| m.value.law);
+        if let (true, Some(mf)) = (mp_seller, mf) {
+            collected_by_marketplace = true;
+            marketplace_remitted_tax = Some(own_tax);
+            counts_toward = Some(mf.value.facilitated_sales_count != FacilitatedCount::Excluded);
+            own_tax = Decimal::ZERO;
+            cx.advise("MARKETPLACE_FACILITATOR_COLLECTS", Some(buyer_code));
+            cx.trace("marketplace", None, format!("facilitator collects in {} ({})", j.code, mf.citation.cite));
+        } else if !has_nexus && !outside {
+            tax_if_nexus = Some(own_tax);
+            own_tax = Decimal::ZERO;
+            final_determination = "no_nexus".into();
+            cx.advise("NEXUS_WARNING", Some(buyer_code));
+            cx.trace("nexus", None, format!("no nexus in {}: sales tax 0 (would be {})", j.code, tax_if_nexus.unwrap_or_default()));
+        }
+        sales_tax = Some(own_tax);
+    } else {
+        if req.seller_remitting == Some(true) {
+            own_tax = Decimal::ZERO;
+            special_total = Decimal::ZERO;
+            cx.advise("SELLER_REMITTED", Some(buyer_code));
+            cx.trace("remittance", None, "seller collected and remitted: no use tax due");
+        }
+        seller_remitting = req.seller_remitting;
+        use_tax = Some(own_tax);
+    }
+    if seller_remitting == Some(true) {
+        for s in special.iter_mut() {
+            s.tax = Decimal::ZERO;
+        }
+    }
+    let total_tax = own_tax + special_total;
+
+    // 1099 tracking, by the transaction's tax year.
+    let tracking_1099 = in_force(&reg.information_returns, as_of).map(|t| {
+        let prior = req.vendor_ytd_override.or(input.vendor_ytd).unwrap_or(Decimal::ZERO);
+        let total = prior + req.amount;
+        let exceeded = total >= t.value.threshold;
+        Tracking1099 {
+            counterparty_id: req.counterparty_id.clone(),
+            payment_this_transaction: req.amount,
+            vendor_ytd_total: total,
+            threshold: t.value.threshold,
+            threshold_exceeded: exceeded,
+            form_required: exceeded.then(|| t.value.form.clone()),
+            tax_year: as_of.year(),
+        }
+    });
+    if tracking_1099.as_ref().map_or(false, |t| t.threshold_exceeded) {
+        cx.advise("INFORMATION_RETURN_THRESHOLD_REACHED", None);
+    }
+
+    // Advisories raised by facts.
+    for def in &reg.advisories {
+        if let Some(w) = &def.when {
+            if facts.holds(w) {
+                let code = def.code.clone();
+                cx.advise(&code, Some(buyer_code));
+                if def.kind == "assumption" {
+                    cx.lower_confidence(5, format!("assumed: {}", def.message));
+                }
+            }
+        }
+    }
+
+    // Routing: who receives what the caller owes.
+    let mut routing = vec![];
+    if outside {
+        routing.push(Routing { kind: "capital_gains", amount: Decimal::ZERO, destination: cat_entry.route.clone().unwrap_or_else(|| "gains_tracker".into()), jurisdiction: "federal".into() });
+    }
+    if own_tax > Decimal::ZERO {
+        routing.push(Routing {
+            kind: if role_seller { "sales_tax" } else { "use_tax" },
+            amount: own_tax,
+            destination: format!("{} tax authority", j.name),
+            jurisdiction: jurisdiction.clone(),
+        });
+    }
+    for s in special.iter().filter(|s| s.tax > Decimal::ZERO) {
+        routing.push(Routing { kind: "special_tax", amount: s.tax, destination: s.name.clone(), jurisdiction: s.locality.clone() });
+    }
+
+    let penalty: u32 = cx.factors.iter().map(|(_, p)| *p).sum();
+    let confidence_score = 100u32.saturating_sub(penalty);
+    let confidence_level = match confidence_score {
+        100 => "complete",
+        85..=99 => "high",
+        60..=84 => "partial",
+        _ => "minimal",
+    };
+    let mut confidence_factors: Vec<String> = cx.factors.iter().map(|(f, _)| f.clone()).collect();
+    if confidence_factors.is_empty() {
+        confidence_factors.push("every fact needed was declared and every rule applied is settled law".into());
+    }
+
+    Ok(Determination {
+        as_of,
+        engine_version: reg.engine_version.clone(),
+        rules_version: reg.version.clone(),
+        role: if role_seller { "seller" } else { "buyer" },
+        amount: req.amount,
+        buyer_state: buyer_code,
+        buyer_state_name: j.name.clone(),
+        seller_state: req.seller_state.map(state_code),
+        buyer_zip: req.buyer_zip.clone(),
+        seller_zip: req.seller_zip.clone(),
+        counterparty_id: req.counterparty_id.clone(),
+        transaction_type: name(&TRANSACTION_TYPES, Some(tt)),
+        input_work_type: explicit_wt.map(|w| name(&WORK_TYPES, Some(w))),
+        work_type: name(&WORK_TYPES, Some(wt)),
+        work_type_source,
+        work_type_label: cls.work_types.get(wt as usize).map(|w| w.label.clone()).unwrap_or_default(),
+        category: name(&CATEGORIES, Some(category)),
+        category_label: cat_entry.label.clone(),
+        classification_basis,
+        reclassified_by,
+        is_b2b: facts.flag(Fact::is_b2b),
+        use_context: facts.name_of(Fact::use_context),
+        marketplace_role: facts.name_of(Fact::marketplace_role).unwrap_or("direct"),
+        digital_content_type: declared_dct.map(|v| name(&DIGITAL_CONTENT_TYPES, Some(v))),
+        digital_content_type_applied: dct_applies,
+        digital_content_type_rule: dct_rule,
+        classification_facts: req.classification_facts.clone(),
+        outside_sales_tax: outside.then(|| cat_entry.note.clone().unwrap_or_default()),
+        sourcing,
+        sourcing_rule: src_rule.id.clone(),
+        sourcing_citation: src_rule.citation.clone(),
+        locality,
+        jurisdiction,
+        state_rate,
+        state_rate_citation: state_rate_entry.citation.clone(),
+        local_rate,
+        combined_rate,
+        layers,
+        legs,
+        tax_due,
+        special,
+        special_total,
+        nexus_configured: input.nexus.is_some(),
+        has_nexus,
+        sales_tax,
+        use_tax,
+        seller_remitting,
+        collected_by_marketplace,
+        marketplace_remitted_tax,
+        counts_toward_nexus_threshold: counts_toward,
+        exemption_certificate,
+        tax_if_nexus,
+        total_tax,
+        final_determination,
+        tracking_1099,
+        confidence_score,
+        confidence_level,
+        confidence_factors,
+        advisories: cx.advisories,
+        routing,
+        trace: cx.trace,
+    })
+}
+
+/// `0.0625` → `6.25%`.
+pub fn pct(rate: Decimal) -> String {
+    format!("{}%", (rate * Decimal::from(100)).normalize())
+}

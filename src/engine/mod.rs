@@ -1,0 +1,11 @@
+//! The calculate engine: typed facts + registry + as_of date in, a full determination out.
+//! No HTTP and no database here.
+
+pub mod determine;
+pub mod facts;
+pub mod money;
+pub mod render;
+pub mod request;
+
+pub use determine::{determine, Determination, EngineError, Input};
+pub use request::{parse_request, FieldError, Request};

@@ -1,0 +1,4 @@
+pub mod cli;
+pub mod engine;
+pub mod rules;
+pub mod scenarios;

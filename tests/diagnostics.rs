@@ -1,0 +1,117 @@
+//! Planted errors in a copy of rules/ give located diagnostics: file:line:col, the line, a caret,
+//! a stable code, help and "did you mean" — all of them in one run.
+
+use std::path::{Path, PathBuf};
+
+use levy::rules::diag::Diagnostic;
+use levy::rules::load_dir;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+fn rules_copy() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("rules");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("rules"), &dir);
+    (tmp, dir)
+}
+
+fn plant(dir: &Path, file: &str, from: &str, to: &str) {
+    let p = dir.join(file);
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(text.contains(from), "{file} no longer contains {from:?}");
+    std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+}
+
+/// Renders with the temp directory's path replaced, so snapshots are stable.
+fn rendered(dir: &Path, d: &[Diagnostic], sources: &levy::rules::diag::SourceMap, code: &str) -> String {
+    let root = dir.parent().unwrap().to_string_lossy().to_string();
+    d.iter().filter(|x| x.code == code).map(|x| sources.render(x).replace(&root, "<tmp>")).collect::<Vec<_>>().join("\n")
+}
+
+fn settings() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots"));
+    s.set_prepend_module_to_snapshot(false);
+    s
+}
+
+#[test]
+fn planted_errors_are_all_reported_with_location_caret_and_help() {
+    let (_tmp, dir) = rules_copy();
+    plant(&dir, "states/tx.yaml", "when: category == software_maintenance\n", "when: category == software_maintenance and is_btob\n");
+    plant(&dir, "states/tx.yaml", "when: category in {prewritten_software, digital_good}", "when: category in {prewritten_software, digital_goods}");
+    plant(&dir, "states/tx.yaml", "name: Texas\n", "name: Texas\nname: Texas again\n");
+    plant(&dir, "states/tx.yaml", "    cite: Tex. Tax Code §151.009", "    citation: Tex. Tax Code §151.009");
+    plant(&dir, "states/tx.yaml", "  - id: tx.taxability.it-support\n", "  - id: tx.taxability.help-desk\n");
+    plant(&dir, "states/tx.yaml", "    then: taxable on 80% of base\n    from: 2024-01-01\n    cite: Tex. Tax Code §151.0035(a)", "    then: taxable on 80 of base\n    from: 2024-01-01\n    cite: Tex. Tax Code §151.0035(a)");
+    plant(&dir, "states/tx.yaml", "  - id: tx.taxability.contract-programming\n    when: category == custom_software and all_rights_transferred\n", "  - id: tx.taxability.contract-programming\n    when: category == custom_software and all_rights_transferred\n    from: 2024-01-01\n");
+    plant(&dir, "federal/information_returns.yaml", "  - from: 2026-01-01\n", "  - from: 2026-02-01\n");
+    plant(&dir, "registry.yaml", "coverage_from: 2024-01-01", "coverage_from: 2024-13-01");
+    std::fs::remove_file(dir.join("states/wy.yaml")).unwrap();
+
+    let (reg, diags, sources) = load_dir(&dir);
+    assert!(reg.is_none(), "a registry with errors must not compile");
+    let codes: Vec<&str> = diags.iter().map(|d| d.code).collect();
+    for code in ["R204", "R205", "R002", "R103", "R501", "R201", "R002", "R402", "R105", "R301"] {
+        assert!(codes.contains(&code), "expected {code} among {codes:?}");
+    }
+    // Every diagnostic from a file carries a location.
+    for d in &diags {
+        let span = d.span.as_ref().expect("every diagnostic is located");
+        assert!(span.line >= 1 && span.col >= 1);
+    }
+    let _guard = settings().bind_to_scope();
+    insta::assert_snapshot!("diagnostic_unknown_fact", rendered(&dir, &diags, &sources, "R204"));
+    insta::assert_snapshot!("diagnostic_unknown_value", rendered(&dir, &diags, &sources, "R205"));
+    insta::assert_snapshot!("diagnostic_duplicate_key", rendered(&dir, &diags, &sources, "R002"));
+    insta::assert_snapshot!("diagnostic_unknown_key", rendered(&dir, &diags, &sources, "R103"));
+    insta::assert_snapshot!("diagnostic_duplicate_rule_id", rendered(&dir, &diags, &sources, "R501"));
+    insta::assert_snapshot!("diagnostic_syntax", rendered(&dir, &diags, &sources, "R201"));
+    insta::assert_snapshot!("diagnostic_date_gap", rendered(&dir, &diags, &sources, "R402"));
+    insta::assert_snapshot!("diagnostic_bad_date", rendered(&dir, &diags, &sources, "R105"));
+    insta::assert_snapshot!("diagnostic_missing_jurisdiction", rendered(&dir, &diags, &sources, "R301"));
+}
+
+#[test]
+fn overlapping_ranges_missing_citations_and_unreachable_rules_are_errors() {
+    let (_tmp, dir) = rules_copy();
+    // A second open state rate overlapping the first.
+    plant(&dir, "states/tx.yaml", "state_rate:\n", "state_rate:\n  - from: 2025-01-01\n    rate: 6.5%\n    cite: planted\n");
+    // A rule without a citation.
+    plant(&dir, "states/tx.yaml", "    cite: 34 TAC §3.292 (repair and maintenance of tangible personal property); 34 TAC §3.308(c)\n", "");
+    // A conditional rule placed after its category's default.
+    plant(&dir, "states/tx.yaml", "taxability:\n", "taxability:\n  - id: tx.planted.default\n    when: category == web_hosting\n    then: taxable\n    from: 2024-01-01\n    cite: planted\n  - id: tx.planted.unreachable\n    when: category == web_hosting and is_b2b\n    then: exempt \"never\"\n    from: 2024-01-01\n    cite: planted\n");
+    // A category with no default rule.
+    plant(&dir, "states/tx.yaml", "    when: category == software_maintenance\n", "    when: category == software_maintenance and is_b2b\n");
+    let (_, diags, sources) = load_dir(&dir);
+    let codes: Vec<&str> = diags.iter().map(|d| d.code).collect();
+    for code in ["R401", "R502", "R506", "R505"] {
+        assert!(codes.contains(&code), "expected {code} among {codes:?}");
+    }
+    let _guard = settings().bind_to_scope();
+    insta::assert_snapshot!("diagnostic_overlap", rendered(&dir, &diags, &sources, "R401"));
+    insta::assert_snapshot!("diagnostic_missing_citation", rendered(&dir, &diags, &sources, "R502"));
+    insta::assert_snapshot!("diagnostic_unreachable_rule", rendered(&dir, &diags, &sources, "R506"));
+    insta::assert_snapshot!("diagnostic_category_without_default", rendered(&dir, &diags, &sources, "R505"));
+}
+
+#[test]
+fn a_file_that_is_not_yaml_is_one_located_error_not_a_panic() {
+    let (_tmp, dir) = rules_copy();
+    std::fs::write(dir.join("states/tx.yaml"), "jurisdiction: TX\nname: [unclosed\n").unwrap();
+    let (reg, diags, _) = load_dir(&dir);
+    assert!(reg.is_none());
+    let d = diags.iter().find(|d| d.code == "R001").expect("a YAML syntax diagnostic");
+    assert!(d.span.as_ref().unwrap().file.ends_with("states/tx.yaml"));
+}

@@ -1,0 +1,133 @@
+//! The engine end to end on the real rules: the full and demo bodies snapshotted for a
+//! representative set, request validation, money at the limits, and as_of dating.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use chrono::NaiveDate;
+use levy::engine::{self, render, EngineError};
+use levy::rules::{load_dir, Registry};
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+
+fn registry() -> &'static Registry {
+    static REG: OnceLock<Registry> = OnceLock::new();
+    REG.get_or_init(|| load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("rules")).0.expect("rules/ checks clean"))
+}
+
+fn day(s: &str) -> NaiveDate {
+    NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+}
+
+fn run(body: Value, nexus: &[&str], as_of: &str) -> Result<engine::Determination, EngineError> {
+    let req = engine::parse_request(&body).map_err(EngineError::Input)?;
+    let map: BTreeMap<usize, bool> = nexus.iter().filter_map(|s| levy::rules::schema::state_index(s)).map(|i| (i, true)).collect();
+    let nexus = if nexus.is_empty() { None } else { Some(&map) };
+    engine::determine(registry(), &engine::Input { request: &req, nexus, vendor_ytd: None, as_of: day(as_of) })
+}
+
+fn settings() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots"));
+    s.set_prepend_module_to_snapshot(false);
+    s
+}
+
+#[test]
+fn representative_full_determinations() {
+    let _g = settings().bind_to_scope();
+    let cases = [
+        ("full_tx_saas_austin", json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "acme"}), vec!["TX"], "2026-03-01"),
+        ("full_md_b2b_enterprise", json!({"amount": 1000, "buyer_state": "MD", "transaction_type": "saas", "is_b2b": true, "use_context": "enterprise_system", "counterparty_id": "acme"}), vec!["MD"], "2026-03-01"),
+        ("full_chicago_no_nexus", json!({"amount": 1000, "buyer_state": "IL", "buyer_zip": "60601", "transaction_type": "saas", "counterparty_id": "acme"}), vec![], "2026-03-01"),
+        ("full_az_declared_consulting", json!({"amount": 500, "buyer_state": "AZ", "work_type": "consulting", "counterparty_id": "acme"}), vec!["AZ"], "2026-05-01"),
+        ("full_buyer_use_tax_ny", json!({"amount": 250, "role": "buyer", "buyer_state": "NY", "transaction_type": "saas", "counterparty_id": "vendor-9"}), vec![], "2026-03-01"),
+        ("full_custom_software_incomplete_tx", json!({"amount": 1000, "buyer_state": "TX", "work_type": "custom_software", "counterparty_id": "acme"}), vec!["TX"], "2026-03-01"),
+        ("full_trading", json!({"amount": 1000, "buyer_state": "CA", "work_type": "trading", "counterparty_id": "acme"}), vec!["CA"], "2026-03-01"),
+    ];
+    for (name, body, nexus, as_of) in cases {
+        let det = run(body, &nexus, as_of).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        insta::assert_json_snapshot!(name, render::full(&det));
+    }
+    let det = run(json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "acme"}), &[], "2026-03-01").unwrap();
+    insta::assert_json_snapshot!("demo_tx_saas_austin_no_nexus", render::demo(&det));
+}
+
+#[test]
+fn texas_data_processing_is_taxed_on_80_percent_at_the_combined_rate() {
+    let det = run(json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "c"}), &["TX"], "2026-03-01").unwrap();
+    assert_eq!(det.combined_rate, Decimal::new(825, 4)); // 6.25% + 1% Austin + 1% Capital Metro
+    assert_eq!(det.total_tax, Decimal::new(6600, 2)); // 1000 × 80% × 8.25%
+    assert_eq!(det.jurisdiction, "Austin, TX");
+}
+
+#[test]
+fn a_seller_without_nexus_owes_nothing_but_learns_what_it_would_owe() {
+    let det = run(json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "c"}), &[], "2026-03-01").unwrap();
+    assert_eq!(det.total_tax, Decimal::ZERO);
+    assert_eq!(det.final_determination, "no_nexus");
+    assert_eq!(det.tax_if_nexus, Some(Decimal::new(6600, 2)));
+    assert!(det.advisory_codes().contains(&"NEXUS_WARNING"));
+    assert!(!det.nexus_configured);
+}
+
+#[test]
+fn the_chicago_lease_tax_applies_without_nexus_at_its_dated_rate() {
+    for (as_of, expected) in [("2024-06-01", 9000), ("2025-06-01", 11000), ("2026-06-01", 15000)] {
+        let det = run(json!({"amount": 1000, "buyer_state": "IL", "buyer_zip": "60601", "transaction_type": "saas", "counterparty_id": "c"}), &[], as_of).unwrap();
+        assert_eq!(det.special_total, Decimal::new(expected, 2), "as of {as_of}");
+        assert_eq!(det.total_tax, Decimal::new(expected, 2), "as of {as_of}");
+    }
+}
+
+#[test]
+fn the_1099_threshold_follows_the_tax_year() {
+    let body = json!({"amount": 700, "role": "buyer", "buyer_state": "OR", "transaction_type": "consulting", "counterparty_id": "v"});
+    let d2025 = run(body.clone(), &[], "2025-06-01").unwrap();
+    let t = d2025.tracking_1099.unwrap();
+    assert_eq!((t.threshold, t.threshold_exceeded, t.form_required.as_deref()), (Decimal::from(600), true, Some("1099-NEC")));
+    let d2026 = run(body, &[], "2026-06-01").unwrap();
+    let t = d2026.tracking_1099.unwrap();
+    assert_eq!((t.threshold, t.threshold_exceeded), (Decimal::from(2000), false));
+    let over = run(json!({"amount": 700, "buyer_state": "OR", "counterparty_id": "v", "vendor_ytd_override": "1300"}), &[], "2026-06-01").unwrap();
+    assert_eq!(over.tracking_1099.unwrap().vendor_ytd_total, Decimal::from(2000));
+}
+
+#[test]
+fn the_largest_amount_computes_and_rounding_is_half_away_from_zero() {
+    let det = run(json!({"amount": "100000000", "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "license", "counterparty_id": "c"}), &["TX"], "2026-03-01").unwrap();
+    assert_eq!(det.total_tax, Decimal::from(8_250_000));
+    // 0.06 × 6.25% = 0.00375 → 0.00; 0.08 × 6.25% = 0.005 → 0.01 (half away from zero).
+    let det = run(json!({"amount": 0.08, "buyer_state": "TX", "transaction_type": "license", "counterparty_id": "c"}), &["TX"], "2026-03-01").unwrap();
+    assert_eq!(det.total_tax, Decimal::new(1, 2));
+}
+
+#[test]
+fn malformed_requests_name_every_bad_field() {
+    let body = json!({"amount": -5, "buyer_state": "XX", "buyer_zip": "7870", "transaction_type": "saass", "counterparty_id": "bad id!", "colour": "red", "is_b2b": "yes"});
+    let Err(EngineError::Input(errs)) = run(body, &[], "2026-03-01") else { panic!("must be rejected") };
+    let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
+    for f in ["amount", "buyer_state", "buyer_zip", "transaction_type", "counterparty_id", "colour", "is_b2b"] {
+        assert!(fields.contains(&f), "{f} missing from {fields:?}");
+    }
+    let tt = errs.iter().find(|e| e.field == "transaction_type").unwrap();
+    assert!(tt.message.contains("did you mean `saas`"), "{}", tt.message);
+    let Err(EngineError::Input(errs)) = run(json!({"amount": 100000000.01, "buyer_state": "TX", "counterparty_id": "c"}), &[], "2026-03-01") else { panic!() };
+    assert_eq!(errs[0].field, "amount");
+}
+
+#[test]
+fn an_origin_sourced_intrastate_sale_needs_the_seller_zip() {
+    let Err(EngineError::Input(errs)) = run(json!({"amount": 100, "buyer_state": "TX", "seller_state": "TX", "buyer_zip": "78701", "counterparty_id": "c"}), &["TX"], "2026-03-01") else { panic!() };
+    assert_eq!(errs[0].field, "seller_zip");
+}
+
+#[test]
+fn the_same_registry_answers_for_2025_2026_and_2027() {
+    let body = json!({"amount": 1000, "buyer_state": "CA", "transaction_type": "saas", "counterparty_id": "c"});
+    let d2026 = run(body.clone(), &["CA"], "2026-12-31").unwrap();
+    let d2027 = run(body, &["CA"], "2027-01-01").unwrap();
+    assert_eq!(d2026.total_tax, Decimal::ZERO);
+    assert_eq!(d2027.total_tax, Decimal::new(7250, 2)); // 1000 × 7.25% statewide rate, SB 122
+}
