@@ -26,7 +26,10 @@ pub fn read_yaml(path: &Path, sources: &mut SourceMap, d: &mut Diags) -> Option<
     };
     sources.add(&name, &text);
     match yaml::parse(&name, &text) {
-        Ok(n) => Some(n),
+        Ok((n, mut warnings)) => {
+            d.append(&mut warnings);
+            Some(n)
+        }
         Err(mut e) => {
             d.append(&mut e);
             None

@@ -127,8 +127,9 @@ impl MarkedEventReceiver for Builder {
     }
 }
 
-/// Parses one YAML document. A syntax error is one located diagnostic; so is each duplicate key.
-pub fn parse(file: &Arc<str>, text: &str) -> Result<Node, Vec<Diagnostic>> {
+/// Parses one YAML document. A syntax error is one located diagnostic and no tree; duplicate keys
+/// and anchors are diagnostics beside the tree, so the rest of the file is still checked.
+pub fn parse(file: &Arc<str>, text: &str) -> Result<(Node, Vec<Diagnostic>), Vec<Diagnostic>> {
     let mut b = Builder { file: file.clone(), stack: vec![], root: None, errors: vec![] };
     let mut parser = Parser::new_from_str(text);
     if let Err(e) = parser.load(&mut b, false) {
@@ -136,8 +137,8 @@ pub fn parse(file: &Arc<str>, text: &str) -> Result<Node, Vec<Diagnostic>> {
         let span = Span::new(file, m.line() as u32, m.col() as u32 + 1, 1);
         return Err(vec![Diagnostic::error("R001", Some(&span), format!("invalid YAML: {}", e.info()))]);
     }
-    if !b.errors.is_empty() {
-        return Err(b.errors);
+    match b.root {
+        Some(root) => Ok((root, b.errors)),
+        None => Err(vec![Diagnostic::error("R001", Some(&Span::new(file, 1, 1, 1)), "the file is empty")]),
     }
-    b.root.ok_or_else(|| vec![Diagnostic::error("R001", Some(&Span::new(file, 1, 1, 1)), "the file is empty")])
 }

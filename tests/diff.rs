@@ -1,0 +1,59 @@
+//! The reviewer's semantic diff shows exactly a planted change, with the rules responsible.
+
+use std::path::Path;
+
+use chrono::NaiveDate;
+use levy::cli::diff_report;
+use levy::rules::load_dir;
+
+#[test]
+fn the_semantic_diff_shows_exactly_the_planted_change() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("rules");
+    copy(&src, &dir);
+    // Planted: Texas taxes data processing on 100% instead of 80%, and a change-log entry says so.
+    let tx = dir.join("states/tx.yaml");
+    let text = std::fs::read_to_string(&tx).unwrap();
+    let planted = text.replacen(
+        "    then: taxable on 80% of base\n    from: 2024-01-01\n    cite: Tex. Tax Code §151.0035, §151.0038, §151.351",
+        "    then: taxable\n    from: 2024-01-01\n    cite: Tex. Tax Code §151.0035, §151.0038, §151.351",
+        1,
+    );
+    assert_ne!(text, planted);
+    std::fs::write(&tx, planted).unwrap();
+    let reg_file = dir.join("registry.yaml");
+    let r = std::fs::read_to_string(&reg_file).unwrap().replace("version: 1.5.0\nengine", "version: 1.5.1\nengine")
+        + "  - date: 2026-11-21\n    version: 1.5.1\n    summary: planted change for the diff test (Texas data processing at 100%)\n";
+    std::fs::write(&reg_file, r).unwrap();
+
+    let old = load_dir(&src).0.expect("old rules");
+    let new = load_dir(&dir).0.expect("new rules");
+    let report = diff_report(&old, &new, NaiveDate::from_ymd_opt(2026, 6, 1).unwrap());
+    let changed: Vec<&str> = report.lines().filter(|l| l.starts_with("  ") && l.contains("→")).collect();
+    assert!(!changed.is_empty());
+    // Every changed line is a Texas input answered by the planted rule.
+    for line in &changed {
+        assert!(line.contains("buyer_state=TX"), "unexpected change: {line}");
+        assert!(line.contains("tx.taxability.data-processing"), "rule not named: {line}");
+    }
+    // A seller's TX SaaS sale of 1000 at 6.25%: 50.00 on 80% → 62.50 on 100%.
+    assert!(report.contains("buyer_state=TX transaction_type=saas role=seller is_b2b=false: tax 50.00 → 62.50"), "{report}");
+    assert!(report.contains("2026-11-21 (1.5.1): planted change"));
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots"));
+    s.set_prepend_module_to_snapshot(false);
+    s.bind(|| insta::assert_snapshot!("semantic_diff_planted_change", report));
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
