@@ -1,30 +1,14 @@
 //! Planted errors in a copy of rules/ give located diagnostics: file:line:col, the line, a caret,
 //! a stable code, help and "did you mean" — all of them in one run.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
+
+use common::{rules_copy, snapshot_settings};
 
 use levy::rules::diag::Diagnostic;
 use levy::rules::load_dir;
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
-}
-
-fn rules_copy() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("rules");
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("rules"), &dir);
-    (tmp, dir)
-}
 
 fn plant(dir: &Path, file: &str, from: &str, to: &str) {
     let p = dir.join(file);
@@ -39,12 +23,6 @@ fn rendered(dir: &Path, d: &[Diagnostic], sources: &levy::rules::diag::SourceMap
     d.iter().filter(|x| x.code == code).map(|x| sources.render(x).replace(&root, "<tmp>")).collect::<Vec<_>>().join("\n")
 }
 
-fn settings() -> insta::Settings {
-    let mut s = insta::Settings::clone_current();
-    s.set_snapshot_path(Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots"));
-    s.set_prepend_module_to_snapshot(false);
-    s
-}
 
 #[test]
 fn planted_errors_are_all_reported_with_location_caret_and_help() {
@@ -71,7 +49,7 @@ fn planted_errors_are_all_reported_with_location_caret_and_help() {
         let span = d.span.as_ref().expect("every diagnostic is located");
         assert!(span.line >= 1 && span.col >= 1);
     }
-    let _guard = settings().bind_to_scope();
+    let _guard = snapshot_settings().bind_to_scope();
     insta::assert_snapshot!("diagnostic_unknown_fact", rendered(&dir, &diags, &sources, "R204"));
     insta::assert_snapshot!("diagnostic_unknown_value", rendered(&dir, &diags, &sources, "R205"));
     insta::assert_snapshot!("diagnostic_duplicate_key", rendered(&dir, &diags, &sources, "R002"));
@@ -99,7 +77,7 @@ fn overlapping_ranges_missing_citations_and_unreachable_rules_are_errors() {
     for code in ["R401", "R502", "R506", "R505"] {
         assert!(codes.contains(&code), "expected {code} among {codes:?}");
     }
-    let _guard = settings().bind_to_scope();
+    let _guard = snapshot_settings().bind_to_scope();
     insta::assert_snapshot!("diagnostic_overlap", rendered(&dir, &diags, &sources, "R401"));
     insta::assert_snapshot!("diagnostic_missing_citation", rendered(&dir, &diags, &sources, "R502"));
     insta::assert_snapshot!("diagnostic_unreachable_rule", rendered(&dir, &diags, &sources, "R506"));

@@ -1,6 +1,6 @@
 //! The reviewer's semantic diff shows exactly a planted change, with the rules responsible.
 
-use std::path::Path;
+mod common;
 
 use chrono::NaiveDate;
 use levy::cli::diff_report;
@@ -8,10 +8,8 @@ use levy::rules::load_dir;
 
 #[test]
 fn the_semantic_diff_shows_exactly_the_planted_change() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("rules");
-    copy(&src, &dir);
+    let src = common::rules_dir();
+    let (_tmp, dir) = common::rules_copy();
     // Planted: Texas taxes data processing on 100% instead of 80%, and a change-log entry says so.
     let tx = dir.join("states/tx.yaml");
     let text = std::fs::read_to_string(&tx).unwrap();
@@ -40,20 +38,5 @@ fn the_semantic_diff_shows_exactly_the_planted_change() {
     // A seller's TX SaaS sale of 1000 at 6.25%: 50.00 on 80% → 62.50 on 100%.
     assert!(report.contains("buyer_state=TX transaction_type=saas role=seller is_b2b=false: tax 50.00 → 62.50"), "{report}");
     assert!(report.contains("2026-11-21 (1.5.1): planted change"));
-    let mut s = insta::Settings::clone_current();
-    s.set_snapshot_path(Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots"));
-    s.set_prepend_module_to_snapshot(false);
-    s.bind(|| insta::assert_snapshot!("semantic_diff_planted_change", report));
-}
-
-fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
+    common::snapshot_settings().bind(|| insta::assert_snapshot!("semantic_diff_planted_change", report));
 }

@@ -1,8 +1,9 @@
 //! The engine end to end on the real rules: the full and demo bodies snapshotted for a
 //! representative set, request validation, money at the limits, and as_of dating.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::OnceLock;
 
 use chrono::NaiveDate;
@@ -13,7 +14,7 @@ use serde_json::{json, Value};
 
 fn registry() -> &'static Registry {
     static REG: OnceLock<Registry> = OnceLock::new();
-    REG.get_or_init(|| load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("rules")).0.expect("rules/ checks clean"))
+    REG.get_or_init(|| load_dir(&common::rules_dir()).0.expect("rules/ checks clean"))
 }
 
 fn day(s: &str) -> NaiveDate {
@@ -27,16 +28,10 @@ fn run(body: Value, nexus: &[&str], as_of: &str) -> Result<engine::Determination
     engine::determine(registry(), &engine::Input { request: &req, nexus, vendor_ytd: None, as_of: day(as_of) })
 }
 
-fn settings() -> insta::Settings {
-    let mut s = insta::Settings::clone_current();
-    s.set_snapshot_path(Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots"));
-    s.set_prepend_module_to_snapshot(false);
-    s
-}
 
 #[test]
 fn representative_full_determinations() {
-    let _g = settings().bind_to_scope();
+    let _g = common::snapshot_settings().bind_to_scope();
     let cases = [
         ("full_tx_saas_austin", json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "acme"}), vec!["TX"], "2026-03-01"),
         ("full_md_b2b_enterprise", json!({"amount": 1000, "buyer_state": "MD", "transaction_type": "saas", "is_b2b": true, "use_context": "enterprise_system", "counterparty_id": "acme"}), vec!["MD"], "2026-03-01"),
