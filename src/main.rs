@@ -14,6 +14,25 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the service (the default): SQLite under levy-data/ unless DATABASE_URL says otherwise.
+    Serve {
+        /// Address to listen on (overrides LEVY_BIND; default 127.0.0.1:8080).
+        #[arg(long)]
+        bind: Option<String>,
+        /// Database URL (overrides DATABASE_URL).
+        #[arg(long)]
+        database_url: Option<String>,
+        /// Rules directory (overrides LEVY_RULES; default rules).
+        #[arg(long)]
+        rules: Option<PathBuf>,
+    },
+    /// Apply pending database migrations and exit.
+    Migrate {
+        #[arg(long)]
+        database_url: Option<String>,
+    },
+    /// Print the OpenAPI document.
+    Openapi,
     /// Work with the rule files: check, test, explain, diff.
     Rules {
         #[command(subcommand)]
@@ -65,10 +84,10 @@ enum RulesCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
-        None => {
-            eprintln!("usage: levy rules <check|test|explain|diff> (see levy --help)");
-            2
-        }
+        None => serve(None, None, None),
+        Some(Command::Serve { bind, database_url, rules }) => serve(bind, database_url, rules),
+        Some(Command::Migrate { database_url }) => migrate(database_url),
+        Some(Command::Openapi) => openapi(),
         Some(Command::Rules { command }) => match command {
             RulesCommand::Check { dir } => levy::cli::check(&dir),
             RulesCommand::Test { dir, filter } => levy::cli::test(&dir, filter.as_deref()),
@@ -77,4 +96,70 @@ fn main() -> ExitCode {
         },
     };
     ExitCode::from(code)
+}
+
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            None
+        }
+    }
+}
+
+fn serve(bind: Option<String>, database_url: Option<String>, rules: Option<PathBuf>) -> u8 {
+    levy::server::init_tracing();
+    let mut config = levy::config::Config::from_env();
+    if let Some(b) = bind {
+        config.bind = b;
+    }
+    if let Some(u) = database_url {
+        config.database_url = u;
+    }
+    if let Some(r) = rules {
+        config.rules_dir = r;
+    }
+    let Some(rt) = runtime() else { return 1 };
+    match rt.block_on(levy::server::serve(config)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+fn migrate(database_url: Option<String>) -> u8 {
+    levy::server::init_tracing();
+    let mut config = levy::config::Config::from_env();
+    if let Some(u) = database_url {
+        config.database_url = u;
+    }
+    let Some(rt) = runtime() else { return 1 };
+    match rt.block_on(levy::server::connect_and_migrate(&config.database_url)) {
+        Ok(_) => {
+            println!("ok: migrations applied");
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+fn openapi() -> u8 {
+    let config = levy::config::Config::from_env();
+    let Some(rt) = runtime() else { return 1 };
+    match rt.block_on(levy::server::offline_state(&config)) {
+        Ok(state) => {
+            println!("{}", levy::api::openapi_json(state));
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
 }

@@ -4,6 +4,7 @@
 pub mod determine;
 pub mod facts;
 pub mod money;
+pub mod nexus;
 pub mod render;
 pub mod request;
 

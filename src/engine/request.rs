@@ -65,67 +65,9 @@ const MAINTENANCE_FIELDS: &[&str] = &[
     "support_kind", "business_use", "seller_sold_software",
 ];
 
-struct V {
-    errors: Vec<FieldError>,
-}
+pub(crate) use crate::validate::Checker as V;
 
 impl V {
-    fn err(&mut self, field: &str, message: impl Into<String>) {
-        self.errors.push(FieldError { field: field.to_string(), message: message.into() });
-    }
-
-    fn unknown_fields(&mut self, prefix: &str, obj: &Map<String, Value>, allowed: &[&str]) {
-        for k in obj.keys() {
-            if !allowed.contains(&k.as_str()) {
-                let hint = crate::rules::diag::did_you_mean(k, allowed.iter().copied()).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
-                self.err(&format!("{prefix}{k}"), format!("unknown field{hint}"));
-            }
-        }
-    }
-
-    fn string<'a>(&mut self, field: &str, v: Option<&'a Value>) -> Option<&'a str> {
-        match v {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s),
-            Some(_) => {
-                self.err(field, "must be a string");
-                None
-            }
-        }
-    }
-
-    fn boolean(&mut self, field: &str, v: Option<&Value>) -> Option<bool> {
-        match v {
-            None | Some(Value::Null) => None,
-            Some(Value::Bool(b)) => Some(*b),
-            Some(_) => {
-                self.err(field, "must be true or false");
-                None
-            }
-        }
-    }
-
-    /// A number, or a decimal string (normalised).
-    fn decimal(&mut self, field: &str, v: Option<&Value>) -> Option<Decimal> {
-        let text = match v {
-            None | Some(Value::Null) => return None,
-            Some(Value::Number(n)) => n.to_string(),
-            Some(Value::String(s)) => s.trim().to_string(),
-            Some(_) => {
-                self.err(field, "must be a number");
-                return None;
-            }
-        };
-        let parsed = if text.contains(['e', 'E']) { Decimal::from_scientific(&text).ok() } else { text.parse::<Decimal>().ok() };
-        match parsed {
-            Some(d) => Some(d.normalize()),
-            None => {
-                self.err(field, format!("`{text}` is not a finite decimal number"));
-                None
-            }
-        }
-    }
-
     /// An enumerated fact: checks the value against the schema and stores it.
     fn enum_fact(&mut self, field: &str, v: Option<&Value>, fact: Fact, facts: &mut FactSet) -> Option<u16> {
         let s = self.string(field, v)?;
@@ -162,14 +104,6 @@ impl V {
         }
     }
 
-    fn max_len(&mut self, field: &str, s: &str, max: usize) -> bool {
-        if s.chars().count() > max {
-            self.err(field, format!("must be at most {max} characters"));
-            false
-        } else {
-            true
-        }
-    }
 }
 
 fn state_of(code: &str) -> Option<usize> {

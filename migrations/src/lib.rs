@@ -1,0 +1,24 @@
+//! Schema migrations for levy's store, applied on start-up and by `levy migrate`.
+//!
+//! Timestamps are Unix milliseconds (BIGINT) and money kept for summing is integer
+//! micro-dollars, so the same SQL runs and sorts identically on SQLite and PostgreSQL.
+//! Exact decimal amounts are also kept as text beside them for display.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261121_000001_create_accounts;
+mod m20261121_000002_create_ledger;
+mod m20261121_000003_create_limits;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![
+            Box::new(m20261121_000001_create_accounts::Migration),
+            Box::new(m20261121_000002_create_ledger::Migration),
+            Box::new(m20261121_000003_create_limits::Migration),
+        ]
+    }
+}

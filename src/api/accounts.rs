@@ -1,0 +1,312 @@
+//! POST /api/v1/auth/signup, POST /api/v1/auth/login, GET /api/v1/auth/me, POST /api/v1/auth/agents.
+
+use std::sync::Arc;
+
+use chrono::{Datelike, TimeZone, Utc};
+use poem_openapi::{ApiResponse, OpenApi};
+use serde_json::{json, Map, Value};
+
+use super::auth::SessionAuth;
+use super::calculate::iso;
+use super::error::ApiError;
+use super::keys::{key_view, new_key};
+use super::payload::{JsonBody, JsonText};
+use super::schema::accounts::{AgentCreated, CreateAgentRequest, LoginRequest, LoginResponse, MeResponse, SignupRequest, SignupResponse};
+use super::{ApiTags, AppState};
+use crate::error_responses;
+use crate::rules::schema::{state_index, WORK_TYPES};
+use crate::security::{hash_password, new_id, new_session_token, sha256_hex, verify_password};
+use crate::store::entity::{agent, entity, session};
+use crate::store::StoreError;
+use crate::validate::Checker;
+
+pub struct AccountsApi(pub Arc<AppState>);
+
+/// Dashboard sessions last a week.
+pub const SESSION_LIFETIME_MS: i64 = 7 * 24 * 3600 * 1000;
+
+const SIGNUP_FIELDS: &[&str] = &[
+    "email", "password", "agent_name", "agent_work_type", "agent_description", "company_name", "state", "ein", "est_volume", "join_network",
+    "network_visibility", "utm",
+];
+const UTM_FIELDS: &[&str] = &["utm_source", "utm_medium", "utm_campaign", "utm_content", "utm_term", "landing_page"];
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum SignupResponses {
+    /// The account, its first agent and its first API key (shown once).
+    #[oai(status = 201)]
+    Created(JsonText<SignupResponse>),
+}
+
+error_responses!(SignupErrors {
+    400 => BadRequest: "INVALID_INPUT (errors name each field) or INVALID_JSON_BODY; nothing is written.",
+    409 => Conflict: "RESOURCE_CONFLICT: the email is already registered.",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum LoginResponses {
+    /// A session token for the dashboard routes.
+    #[oai(status = 200)]
+    Ok(JsonText<LoginResponse>),
+}
+
+error_responses!(LoginErrors {
+    400 => BadRequest: "INVALID_INPUT or INVALID_JSON_BODY.",
+    401 => Unauthorized: "UNAUTHORIZED: unknown email or wrong password (the message does not say which).",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum MeResponses {
+    /// The account, its agents, key prefixes, this month's usage, recent transactions and trades.
+    #[oai(status = 200)]
+    Ok(JsonText<MeResponse>),
+}
+
+error_responses!(MeErrors {
+    401 => Unauthorized: "UNAUTHORIZED: missing, unknown or expired session token.",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum AgentResponses {
+    /// The new agent.
+    #[oai(status = 201)]
+    Created(JsonText<AgentCreated>),
+}
+
+error_responses!(AgentErrors {
+    400 => BadRequest: "INVALID_INPUT or INVALID_JSON_BODY.",
+    401 => Unauthorized: "UNAUTHORIZED: missing, unknown or expired session token.",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+/// A plausible address: one @, a local part, a dotted domain, no spaces. (Delivery is what proves it.)
+fn valid_email(e: &str) -> bool {
+    let Some((local, domain)) = e.split_once('@') else { return false };
+    !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.') && !e.contains(char::is_whitespace) && !domain.contains('@')
+}
+
+struct Signup {
+    account: entity::Model,
+    agent: agent::Model,
+}
+
+fn parse_signup(value: &Value, state: &AppState, now: i64) -> Result<Signup, ApiError> {
+    let mut c = Checker::default();
+    let Some(obj) = c.object(value, SIGNUP_FIELDS) else { return Err(ApiError::fields(&c.errors)) };
+    let email = c.text(obj, "email", true, 1, 320).map(|e| e.trim().to_ascii_lowercase());
+    if let Some(e) = &email {
+        if !valid_email(e) {
+            c.err("email", format!("`{e}` is not an email address"));
+        }
+    }
+    let password = c.text(obj, "password", true, 8, 1024);
+    if obj.get("password").and_then(Value::as_str).is_some_and(|p| p.chars().count() < 8) {
+        c.errors.retain(|e| e.field != "password");
+        c.err("password", "must be at least 8 characters");
+    }
+    let agent_name = c.text(obj, "agent_name", true, 1, 200);
+    let work_type = c.one_of(obj, "agent_work_type", true, &WORK_TYPES);
+    let description = c.text(obj, "agent_description", false, 0, 2000).unwrap_or_default();
+    let company = c.text(obj, "company_name", false, 0, 200).unwrap_or_default();
+    let st = c.text(obj, "state", false, 0, 2).unwrap_or_default().to_ascii_uppercase();
+    if !st.is_empty() && state_index(&st).is_none() {
+        c.err("state", format!("`{st}` is not a two-letter US state code or DC (or empty)"));
+    }
+    let ein = c.text(obj, "ein", false, 0, 10).filter(|e| !e.is_empty());
+    let ein_digits = ein.as_ref().map(|e| e.replace('-', ""));
+    if let (Some(raw), Some(d)) = (&ein, &ein_digits) {
+        let dash_ok = !raw.contains('-') || (raw.len() == 10 && raw.find('-') == Some(2));
+        if d.len() != 9 || !d.bytes().all(|b| b.is_ascii_digit()) || !dash_ok {
+            c.err("ein", "must be 9 digits (12-3456789 or 123456789)");
+        }
+    }
+    let est_volume = c.text(obj, "est_volume", false, 0, 100).unwrap_or_default();
+    let join_network = c.boolean("join_network", obj.get("join_network")).unwrap_or(false);
+    let visibility = c.one_of(obj, "network_visibility", false, &["public", "private"]).unwrap_or_else(|| "public".into());
+    let mut utm = Map::new();
+    match obj.get("utm") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(u)) => {
+            c.unknown_fields("utm.", u, UTM_FIELDS);
+            for f in UTM_FIELDS {
+                let max = if *f == "landing_page" { 500 } else { 200 };
+                let mut inner = Checker::default();
+                if let Some(v) = inner.text(u, f, false, 0, max) {
+                    utm.insert((*f).to_string(), json!(v));
+                }
+                for e in inner.errors {
+                    c.err(&format!("utm.{}", e.field), e.message);
+                }
+            }
+        }
+        Some(_) => c.err("utm", "must be an object"),
+    }
+    if !c.errors.is_empty() {
+        return Err(ApiError::fields(&c.errors));
+    }
+    let (Some(email), Some(password), Some(agent_name), Some(work_type)) = (email, password, agent_name, work_type) else {
+        return Err(ApiError::internal("signup validated without its required fields"));
+    };
+    let ein_ciphertext = match ein_digits {
+        Some(d) => Some(state.data_key.encrypt(&d).map_err(ApiError::internal)?),
+        None => None,
+    };
+    let id = new_id("ent");
+    Ok(Signup {
+        agent: agent::Model { id: new_id("agt"), entity_id: id.clone(), name: agent_name.clone(), work_type: work_type.clone(), description: description.clone(), created_at: now },
+        account: entity::Model {
+            id,
+            email,
+            password_hash: hash_password(&password).map_err(ApiError::internal)?,
+            agent_name,
+            agent_work_type: work_type,
+            agent_description: description,
+            company_name: company,
+            state: st,
+            ein_ciphertext,
+            est_volume,
+            join_network,
+            network_visibility: visibility,
+            utm: Value::Object(utm).to_string(),
+            plan: "free".into(),
+            nexus_configured: false,
+            created_at: now,
+        },
+    })
+}
+
+pub fn agent_view(a: &agent::Model) -> Value {
+    json!({"agent_id": a.id, "name": a.name, "work_type": a.work_type, "description": a.description, "created_at": iso(a.created_at)})
+}
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Accounts")]
+impl AccountsApi {
+    /// Create an account, its first agent and its first API key
+    ///
+    /// The password is stored as an argon2 hash and the EIN encrypted (AES-256-GCM). The API key is shown
+    /// once, in this response only. New accounts are on the free plan (1,500 calls per month).
+    #[oai(path = "/auth/signup", method = "post", operation_id = "signup")]
+    async fn signup(&self, body: JsonBody<SignupRequest>) -> Result<SignupResponses, SignupErrors> {
+        let s = &self.0;
+        let now = s.clock.now_ms();
+        let parsed = parse_signup(body.value()?, s, now)?;
+        let (raw_key, key_row) = new_key(&parsed.account.id, "Default", now);
+        let (entity_id, agent_id) = (parsed.account.id.clone(), parsed.agent.id.clone());
+        match s.store.create_account(parsed.account, parsed.agent, key_row.clone()).await {
+            Ok(()) => {}
+            Err(StoreError::Conflict(_)) => return Err(ApiError::conflict("an account with this email already exists; log in instead").into()),
+            Err(e) => return Err(ApiError::from(e).into()),
+        }
+        let out = json!({
+            "success": true,
+            "entity_id": entity_id,
+            "agent_id": agent_id,
+            "plan": "free",
+            "api_key": key_view(&raw_key, &key_row),
+            "next_steps": [
+                "Store the API key now: it is shown only once.",
+                "Tell levy where you have nexus: POST /api/v1/nexus {\"nexus\": {\"TX\": {\"hasNexus\": true}}}; until then seller calls return total_tax 0 with tax_if_nexus.",
+                "Calculate: POST /api/v1/calculate with X-API-Key, e.g. {\"amount\": 100, \"buyer_state\": \"TX\", \"buyer_zip\": \"78701\", \"counterparty_id\": \"cust-1\"}.",
+                "Send an Idempotency-Key header on calculate so that retries never record a transaction twice.",
+                "Read the API manual at /docs (OpenAPI document: /api/v1/openapi.json).",
+            ],
+        });
+        Ok(SignupResponses::Created(JsonText::value(&out)))
+    }
+
+    /// Log in: a session token for the dashboard routes
+    #[oai(path = "/auth/login", method = "post", operation_id = "login")]
+    async fn login(&self, body: JsonBody<LoginRequest>) -> Result<LoginResponses, LoginErrors> {
+        let s = &self.0;
+        let mut c = Checker::default();
+        let value = body.value()?;
+        let Some(obj) = c.object(value, &["email", "password"]) else { return Err(ApiError::fields(&c.errors).into()) };
+        let email = c.text(obj, "email", true, 1, 320);
+        let password = c.text(obj, "password", true, 1, 1024);
+        let (Some(email), Some(password)) = (email, password) else { return Err(ApiError::fields(&c.errors).into()) };
+        if !c.errors.is_empty() {
+            return Err(ApiError::fields(&c.errors).into());
+        }
+        let account = s.store.entity_by_email(&email.trim().to_ascii_lowercase()).await.map_err(ApiError::from)?;
+        let Some(account) = account.filter(|a| verify_password(&password, &a.password_hash)) else {
+            return Err(ApiError::unauthorized("wrong email or password").into());
+        };
+        let now = s.clock.now_ms();
+        let token = new_session_token();
+        let expires = now + SESSION_LIFETIME_MS;
+        s.store
+            .insert_session(session::Model { token_hash: sha256_hex(token.as_bytes()), entity_id: account.id.clone(), created_at: now, expires_at: expires })
+            .await
+            .map_err(ApiError::from)?;
+        let out = json!({"success": true, "session_token": token, "token_type": "Bearer", "expires_at": iso(expires), "entity_id": account.id});
+        Ok(LoginResponses::Ok(JsonText::value(&out)))
+    }
+
+    /// The account: entity, agents, key prefixes, this month's usage, recent transactions and trades
+    #[oai(path = "/auth/me", method = "get", operation_id = "me")]
+    async fn me(&self, auth: SessionAuth) -> Result<MeResponses, MeErrors> {
+        let s = &self.0;
+        let account = s.session(&auth).await?;
+        let agents = s.store.agents(&account.id).await.map_err(ApiError::from)?;
+        let keys = s.store.keys(&account.id).await.map_err(ApiError::from)?;
+        let usage = s.monthly_usage(&account).await?;
+        let recent = s.store.recent_transactions(&account.id, 10).await.map_err(ApiError::from)?;
+        let now = Utc.timestamp_millis_opt(s.clock.now_ms()).single().unwrap_or_else(Utc::now);
+        let out = json!({
+            "success": true,
+            "entity": {
+                "entity_id": account.id,
+                "email": account.email,
+                "company_name": account.company_name,
+                "state": account.state,
+                "plan": account.plan,
+                "ein_on_file": account.ein_ciphertext.is_some(),
+                "join_network": account.join_network,
+                "network_visibility": account.network_visibility,
+                "nexus_configured": account.nexus_configured,
+                "created_at": iso(account.created_at),
+            },
+            "agents": agents.iter().map(agent_view).collect::<Vec<_>>(),
+            "keys": keys.iter().map(super::keys::summary).collect::<Vec<_>>(),
+            "usage": {
+                "month": format!("{:04}-{:02}", now.year(), now.month()),
+                "plan": account.plan,
+                "calls": usage.calls,
+                "included": usage.included,
+                "overage_calls": usage.overage_calls,
+                "remaining": (usage.included - usage.calls).max(0),
+            },
+            "recent_transactions": recent.iter().map(|t| json!({
+                "transaction_id": t.id, "created_at": iso(t.created_at), "source": t.source, "role": t.role,
+                "buyer_state": t.buyer_state, "counterparty_id": t.counterparty_id, "amount": t.amount, "total_tax": t.total_tax,
+            })).collect::<Vec<_>>(),
+            "recent_trades": [],
+        });
+        Ok(MeResponses::Ok(JsonText::value(&out)))
+    }
+
+    /// Register another agent under the account
+    #[oai(path = "/auth/agents", method = "post", operation_id = "createAgent")]
+    async fn create_agent(&self, auth: SessionAuth, body: JsonBody<CreateAgentRequest>) -> Result<AgentResponses, AgentErrors> {
+        let s = &self.0;
+        let account = s.session(&auth).await?;
+        let mut c = Checker::default();
+        let value = body.value()?;
+        let Some(obj) = c.object(value, &["agent_name", "work_type", "description"]) else { return Err(ApiError::fields(&c.errors).into()) };
+        let name = c.text(obj, "agent_name", true, 1, 200);
+        let work_type = c.one_of(obj, "work_type", false, &WORK_TYPES).unwrap_or_else(|| "compute".into());
+        let description = c.text(obj, "description", false, 0, 2000).unwrap_or_default();
+        let Some(name) = name.filter(|_| c.errors.is_empty()) else { return Err(ApiError::fields(&c.errors).into()) };
+        let a = agent::Model { id: new_id("agt"), entity_id: account.id, name, work_type, description, created_at: s.clock.now_ms() };
+        s.store.insert_agent(a.clone()).await.map_err(ApiError::from)?;
+        Ok(AgentResponses::Created(JsonText::value(&json!({"success": true, "agent": agent_view(&a)}))))
+    }
+}
+

@@ -1,0 +1,254 @@
+//! POST /api/v1/calculate, and the recording of a keyed calculation in the ledger (shared with ingest).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Datelike, SecondsFormat, Utc};
+use poem_openapi::param::Header;
+use poem_openapi::{ApiResponse, OpenApi};
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+use sea_orm::{ConnectionTrait, TransactionTrait};
+use serde_json::{json, Map, Value};
+
+use super::auth::KeyOrDemo;
+use super::context::client_ip;
+use super::error::ApiError;
+use super::idempotency::{body_hash, parse_key, Begin};
+use super::payload::{JsonBody, JsonText};
+use super::schema::calculate::{CalculateRequest, Calculation};
+use super::{ApiTags, AppState, API_VERSION};
+use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
+use crate::engine::{determine, parse_request, render, Input, Request};
+use crate::error_responses;
+use crate::rules::schema::state_index;
+use crate::security::new_id;
+use crate::store::entity::{entity, transaction};
+use crate::store::Store;
+
+pub struct CalculateApi(pub Arc<AppState>);
+
+#[derive(ApiResponse)]
+#[oai(
+    header(name = "X-Request-Id", ty = "String", description = "The request id."),
+    header(name = "X-RateLimit-Limit", ty = "i64", description = "Keyed: calls allowed per 60-second window for this key (120). Demo: calls allowed per UTC day (50)."),
+    header(name = "X-RateLimit-Remaining", ty = "i64", description = "Calls left in that window."),
+    header(name = "X-RateLimit-Reset", ty = "i64", description = "Unix time (seconds) at which that window resets."),
+    header(name = "X-Idempotency-Status", ty = "String", description = "`cached` when this is the stored response of an earlier request with the same Idempotency-Key.")
+)]
+pub enum CalculateResponse {
+    /// The determination: the full answer with an API key (recorded in the ledger), the demo answer without.
+    #[oai(status = 200)]
+    Ok(JsonText<Calculation>),
+}
+
+error_responses!(CalculateErrors {
+    400 => BadRequest: "INVALID_INPUT (errors names each field), INVALID_JSON_BODY, or IDEMPOTENCY_KEY_INVALID.",
+    401 => Unauthorized: "UNAUTHORIZED: the API key is malformed, unknown or revoked.",
+    402 => PaymentRequired: "PAYMENT_REQUIRED: the keyless demo's 50 calls per UTC day are used up; the body carries `signup` and `pay_per_call`.",
+    409 => Conflict: "IDEMPOTENCY_KEY_CONFLICT (same key, different body) or RESOURCE_CONFLICT (same key still running after 5 s; Retry-After sent).",
+    429 => TooManyRequests: "RATE_LIMITED: the key's 120 calls per 60 s or the demo's 30 per minute (Retry-After sent), or the free plan's monthly allowance (error says Monthly limit reached; no Retry-After).",
+    503 => DbUnavailable: "DB_UNAVAILABLE: the database does not answer; retry.",
+});
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Calculate")]
+impl CalculateApi {
+    /// Calculate sales or use tax for one transaction
+    ///
+    /// With an API key: the full determination (sourcing, rate layers, the rule that fired and its citation,
+    /// 1099 tracking, nexus alerts), written to the ledger with the counterparty's 1099 total and the state's
+    /// revenue in one database transaction. A seller call for a state without stored nexus answers total_tax 0
+    /// with `tax_if_nexus`. `nexus_override` and `vendor_ytd_override` are demo-only and rejected here.
+    ///
+    /// Without a key: the demo answer (totals, no breakdown, nothing written), limited per client address to
+    /// 30 calls per minute and 50 per UTC day; every call counts, invalid ones included.
+    #[oai(path = "/calculate", method = "post", operation_id = "calculate")]
+    async fn calculate(
+        &self,
+        auth: KeyOrDemo,
+        /// Makes a keyed retry safe: same key and body within 24 hours replays the stored response.
+        #[oai(name = "Idempotency-Key")]
+        idempotency_key: Header<Option<String>>,
+        body: JsonBody<CalculateRequest>,
+    ) -> Result<CalculateResponse, CalculateErrors> {
+        let s = &self.0;
+        let Some(key) = auth.key() else {
+            return Ok(s.demo_calculation(&body).await?);
+        };
+        let owner = s.authenticate(&key).await?;
+        s.check_burst(&owner.key_id).await?;
+        let value = body.value()?;
+        let idem = parse_key(idempotency_key.0.as_deref())?;
+        let entity_id = owner.entity.id.clone();
+        if let Some(k) = &idem {
+            if let Begin::Replay { body, .. } = s.begin_idempotent(&entity_id, k, &body_hash("calculate", value)).await? {
+                return Ok(CalculateResponse::Ok(JsonText::new(body)));
+            }
+        }
+        let result = s.keyed_calculation(&owner.entity, value, idem.as_deref()).await;
+        if let (Err(_), Some(k)) = (&result, &idem) {
+            s.release_idempotency_key(&entity_id, k).await;
+        }
+        Ok(CalculateResponse::Ok(JsonText::new(result?)))
+    }
+}
+
+/// The fields a live call may not send (they bypass the account's own records).
+const DEMO_ONLY_FIELDS: &[&str] = &["nexus_override", "vendor_ytd_override"];
+
+pub fn iso(ms: i64) -> String {
+    DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn micros(d: Decimal) -> i64 {
+    (d * Decimal::from(1_000_000)).round().to_i64().unwrap_or(i64::MAX)
+}
+
+fn from_micros(m: i64) -> Decimal {
+    Decimal::new(m, 6)
+}
+
+/// A validated live request: the engine's view plus the raw object to store.
+pub struct LiveRequest {
+    pub request: Request,
+    pub raw: Value,
+}
+
+/// Validates a calculate body for a live (keyed) call: the spec's checks plus the demo-only fields.
+pub fn parse_live(value: &Value, prefix: &str) -> Result<LiveRequest, Vec<String>> {
+    let mut errors: Vec<String> = Vec::new();
+    if let Some(obj) = value.as_object() {
+        for f in DEMO_ONLY_FIELDS {
+            if obj.contains_key(*f) {
+                errors.push(format!("{prefix}{f}: only honoured on keyless demo calls; live calls use the account's stored nexus and ledger"));
+            }
+        }
+    }
+    match parse_request(value) {
+        Ok(request) if errors.is_empty() => Ok(LiveRequest { request, raw: value.clone() }),
+        Ok(_) => Err(errors),
+        Err(fields) => {
+            errors.extend(fields.iter().map(|e| format!("{prefix}{}: {}", e.field, e.message)));
+            Err(errors)
+        }
+    }
+}
+
+/// What a ledger row is recorded as, besides the calculation.
+pub struct RecordMeta {
+    pub source: &'static str,
+    pub external_tx_id: Option<String>,
+    pub metadata: Option<Map<String, Value>>,
+}
+
+impl AppState {
+    async fn demo_calculation(&self, body: &JsonBody<CalculateRequest>) -> Result<CalculateResponse, ApiError> {
+        self.check_demo(&client_ip()).await?;
+        let value = body.value()?;
+        let request = parse_request(value).map_err(|e| ApiError::fields(&e))?;
+        let now = self.clock.now();
+        let input = Input { request: &request, nexus: request.nexus_override.as_ref(), vendor_ytd: None, as_of: now.date_naive() };
+        let det = determine(&self.registry, &input).map_err(|e| ApiError::internal(format!("{e:?}")))?;
+        let mut out = render::demo(&det);
+        if let Some(o) = out.as_object_mut() {
+            o.insert("transaction_id".into(), json!(new_id("demo")));
+            o.insert("timestamp".into(), json!(iso(now.timestamp_millis())));
+            o.insert(
+                "upgrade".into(),
+                json!({
+                    "message": "Demo answers omit the jurisdiction breakdown, advisories and audit trail, and are not recorded. Sign up for a free key for full, recorded answers.",
+                    "signup": "/api/v1/auth/signup",
+                    "free_tier": "1,500 calls per month",
+                }),
+            );
+        }
+        Ok(CalculateResponse::Ok(JsonText::value(&out)))
+    }
+
+    /// The account's nexus as the engine takes it: `None` until the account has configured any.
+    pub async fn nexus_map(&self, account: &entity::Model) -> Result<Option<BTreeMap<usize, bool>>, ApiError> {
+        if !account.nexus_configured {
+            return Ok(None);
+        }
+        let rows = self.store.nexus_states(&account.id).await?;
+        Ok(Some(rows.iter().filter_map(|r| state_index(&r.state).map(|i| (i, r.has_nexus))).collect()))
+    }
+
+    async fn keyed_calculation(&self, account: &entity::Model, value: &Value, idem: Option<&str>) -> Result<String, ApiError> {
+        let live = parse_live(value, "").map_err(ApiError::invalid)?;
+        self.count_monthly_call(account).await?;
+        let nexus = self.nexus_map(account).await?;
+        let now_ms = self.clock.now_ms();
+        let txn = self.store.db.begin().await.map_err(ApiError::from)?;
+        let mut body = self.record(&txn, account, &live, nexus.as_ref(), now_ms, RecordMeta { source: "calculate", external_tx_id: None, metadata: None }).await?;
+        let alerts = self.nexus_alerts(&txn, account, nexus.as_ref(), now_ms).await?;
+        if !alerts.is_empty() {
+            if let Some(o) = body.as_object_mut() {
+                o.insert("nexus_alerts".into(), Value::Array(alerts));
+            }
+        }
+        let text = serde_json::to_string(&body).map_err(ApiError::internal)?;
+        if let Some(k) = idem {
+            Store::finish_idempotency_key(&txn, &account.id, k, 200, &text).await?;
+        }
+        txn.commit().await.map_err(ApiError::from)?;
+        Ok(text)
+    }
+
+    /// Determines and records one live calculation inside `conn`'s transaction: the counterparty's 1099 total
+    /// (read-modify-write as one upsert, so concurrent calls cannot lose a payment), the ledger row, and the
+    /// state's monthly revenue for nexus. Returns the full response body.
+    pub async fn record<C: ConnectionTrait>(&self, conn: &C, account: &entity::Model, live: &LiveRequest, nexus: Option<&BTreeMap<usize, bool>>, now_ms: i64, meta: RecordMeta) -> Result<Value, ApiError> {
+        let req = &live.request;
+        let today = DateTime::<Utc>::from_timestamp_millis(now_ms).unwrap_or_default().date_naive();
+        let amount_micros = micros(req.amount);
+        let ytd_after = Store::add_vendor_payment(conn, &account.id, &req.counterparty_id, today.year(), amount_micros).await?;
+        let prior = from_micros(ytd_after - amount_micros).normalize();
+        let input = Input { request: req, nexus, vendor_ytd: Some(prior), as_of: today };
+        let det = determine(&self.registry, &input).map_err(|e| ApiError::internal(format!("{e:?}")))?;
+        let id = new_id("tx");
+        let mut body = render::full(&det);
+        if let Some(o) = body.as_object_mut() {
+            o.insert("transaction_id".into(), json!(id));
+            o.insert("timestamp".into(), json!(iso(now_ms)));
+            o.insert("entity_id".into(), json!(account.id));
+            o.insert("mode".into(), json!("live"));
+            o.insert("api_version".into(), json!(API_VERSION));
+        }
+        if det.role == "seller" && det.counts_toward_nexus_threshold != Some(false) {
+            let month = today.year() * 100 + today.month() as i32;
+            Store::add_state_revenue(conn, &account.id, det.buyer_state, month, amount_micros).await?;
+        }
+        let row = transaction::Model {
+            id,
+            entity_id: account.id.clone(),
+            created_at: now_ms,
+            role: det.role.to_string(),
+            buyer_state: det.buyer_state.to_string(),
+            counterparty_id: req.counterparty_id.clone(),
+            amount: req.amount.normalize().to_string(),
+            amount_micros,
+            total_tax: crate::engine::money::cents(det.total_tax).to_string(),
+            external_tx_id: meta.external_tx_id,
+            source: meta.source.to_string(),
+            metadata: meta.metadata.map(|m| Value::Object(m).to_string()),
+            request: live.raw.to_string(),
+            result: body.to_string(),
+        };
+        Store::insert_transaction(conn, row).await?;
+        Ok(body)
+    }
+
+    /// Alerts for every state at 80% or more of its threshold, from the revenue the account has recorded.
+    pub async fn nexus_alerts<C: ConnectionTrait>(&self, conn: &C, account: &entity::Model, nexus: Option<&BTreeMap<usize, bool>>, now_ms: i64) -> Result<Vec<Value>, ApiError> {
+        let today = DateTime::<Utc>::from_timestamp_millis(now_ms).unwrap_or_default().date_naive();
+        let rows = Store::state_revenue_since(conn, &account.id, nexus_alerts::earliest_month(today)).await?;
+        let revenue: Vec<MonthRevenue> = rows
+            .iter()
+            .filter_map(|r| state_index(&r.state).map(|state| MonthRevenue { state, month: r.month, sales: from_micros(r.sales_micros), transactions: r.tx_count }))
+            .collect();
+        let empty = BTreeMap::new();
+        let alerts = nexus_alerts::alerts(&self.registry, &revenue, nexus.unwrap_or(&empty), today);
+        Ok(alerts.iter().map(nexus_alerts::render).collect())
+    }
+}

@@ -1,0 +1,198 @@
+//! The error envelope of every failure, its frozen code enum, and the per-operation error responses.
+//!
+//! Handlers return `ApiError`; each operation converts it into its own response enum (declared with
+//! [`error_responses!`]) so the OpenAPI document lists exactly the statuses that operation can give.
+//! Statuses the spec leaves open: INVALID_JSON_BODY and IDEMPOTENCY_KEY_INVALID are 400,
+//! WEBHOOK_SIGNATURE_INVALID is 401.
+
+use poem::http::StatusCode;
+use poem_openapi::{Enum, Object};
+use serde_json::Value;
+
+use crate::engine::FieldError;
+use crate::store::StoreError;
+
+/// The 16 error codes. Frozen: clients branch on these; adding one needs an API version bump.
+#[derive(Enum, Clone, Copy, Debug, PartialEq, Eq)]
+#[oai(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// 400: validation failure; `errors` names each field.
+    InvalidInput,
+    /// 400: the body is not valid JSON.
+    InvalidJsonBody,
+    /// 401: missing or invalid credentials (API key or session token).
+    Unauthorized,
+    /// 402: payment missing or invalid; also the demo daily limit reached without a key.
+    PaymentRequired,
+    /// 403: authenticated but not permitted (another account's data, a deactivated partner).
+    Forbidden,
+    /// 429: the monthly optimization-report allowance is used up.
+    TierLimitReached,
+    /// 404: entity, key, partner, record or endpoint missing.
+    ResourceNotFound,
+    /// 405: wrong method for the route; the Allow header lists the right ones.
+    MethodNotAllowed,
+    /// 409: unique-constraint violation (an email already registered), or a request with the same Idempotency-Key still running.
+    ResourceConflict,
+    /// 409: the Idempotency-Key was used with a different body.
+    IdempotencyKeyConflict,
+    /// 400: the Idempotency-Key header is malformed (1 to 255 visible ASCII characters expected).
+    IdempotencyKeyInvalid,
+    /// 422: reserved, not returned; a seller call without nexus answers 200 with total_tax 0.
+    NexusNotReached,
+    /// 429: burst or demo limiter tripped (Retry-After sent), or the free plan's monthly allowance used up ("Monthly limit reached", no Retry-After).
+    RateLimited,
+    /// 401: the partner webhook signature did not verify.
+    WebhookSignatureInvalid,
+    /// 500: unexpected error; details are only in the server log. Safe to retry with backoff.
+    Internal,
+    /// 503: the database did not answer. Transient; retry.
+    DbUnavailable,
+}
+
+/// The body of every error response.
+#[derive(Object, Clone, Debug)]
+pub struct ErrorEnvelope {
+    /// Always false.
+    pub success: bool,
+    /// Stable machine-readable code; branch on this.
+    pub code: ErrorCode,
+    /// Human-readable message; wording may change.
+    pub error: String,
+    /// The request id (the caller's X-Request-Id when sent); quote it when asking for help.
+    pub request_id: String,
+    /// One string per offending field, `field: problem`.
+    #[oai(skip_serializing_if_is_none)]
+    pub errors: Option<Vec<String>>,
+    /// On the demo daily cap: how to continue (sign up for a key, or pay per call).
+    #[oai(skip_serializing_if_is_none)]
+    pub signup: Option<Value>,
+    /// On the demo daily cap: the pay-per-call option.
+    #[oai(skip_serializing_if_is_none)]
+    pub pay_per_call: Option<Value>,
+}
+
+/// A failure on its way to the caller.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: ErrorCode,
+    pub message: String,
+    pub errors: Vec<String>,
+    pub signup: Option<Value>,
+    pub pay_per_call: Option<Value>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
+        ApiError { status, code, message: message.into(), errors: Vec::new(), signup: None, pay_per_call: None }
+    }
+
+    pub fn invalid(errors: Vec<String>) -> Self {
+        let n = errors.len();
+        let mut e = ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidInput, format!("the request has {n} invalid field{}", if n == 1 { "" } else { "s" }));
+        e.errors = errors;
+        e
+    }
+
+    pub fn fields(errors: &[FieldError]) -> Self {
+        ApiError::invalid(errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect())
+    }
+
+    pub fn field(field: &str, message: impl std::fmt::Display) -> Self {
+        ApiError::invalid(vec![format!("{field}: {message}")])
+    }
+
+    pub fn invalid_json(detail: impl std::fmt::Display) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidJsonBody, format!("the body is not valid JSON: {detail}"))
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::NOT_FOUND, ErrorCode::ResourceNotFound, message)
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::CONFLICT, ErrorCode::ResourceConflict, message)
+    }
+
+    pub fn rate_limited(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited, message)
+    }
+
+    /// Logs the detail and tells the caller nothing more than that something went wrong.
+    pub fn internal(detail: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %detail, "internal error");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal, "unexpected error; safe to retry with backoff")
+    }
+
+    pub fn envelope(&self) -> ErrorEnvelope {
+        ErrorEnvelope {
+            success: false,
+            code: self.code,
+            error: self.message.clone(),
+            request_id: super::context::request_id(),
+            errors: (!self.errors.is_empty()).then(|| self.errors.clone()),
+            signup: self.signup.clone(),
+            pay_per_call: self.pay_per_call.clone(),
+        }
+    }
+}
+
+impl From<sea_orm::DbErr> for ApiError {
+    fn from(e: sea_orm::DbErr) -> Self {
+        ApiError::from(StoreError::from(e))
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Unavailable(detail) => {
+                tracing::warn!(error = %detail, "database unavailable");
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::DbUnavailable, "the database is unavailable; retry shortly")
+            }
+            StoreError::Conflict(detail) => {
+                tracing::info!(error = %detail, "unique constraint");
+                ApiError::conflict("the record conflicts with an existing one")
+            }
+            StoreError::Other(detail) => ApiError::internal(detail),
+        }
+    }
+}
+
+/// Declares an operation's error response enum: one variant per status it can return, each the envelope.
+/// An `ApiError` with a status the operation did not declare becomes 500 INTERNAL (and is logged),
+/// so the document never under-states what a route returns.
+#[macro_export]
+macro_rules! error_responses {
+    ($name:ident { $($status:literal => $variant:ident: $doc:literal),+ $(,)? }) => {
+        #[derive(poem_openapi::ApiResponse)]
+        #[oai(header(name = "X-Request-Id", ty = "String", description = "The request id, echoed from the request or generated."))]
+        pub enum $name {
+            $(
+                #[doc = $doc]
+                #[oai(status = $status)]
+                $variant(poem_openapi::payload::Json<$crate::api::error::ErrorEnvelope>),
+            )+
+            /// Unexpected error; details are only in the server log.
+            #[oai(status = 500)]
+            Internal(poem_openapi::payload::Json<$crate::api::error::ErrorEnvelope>),
+        }
+
+        impl From<$crate::api::error::ApiError> for $name {
+            fn from(e: $crate::api::error::ApiError) -> Self {
+                match e.status.as_u16() {
+                    $($status => $name::$variant(poem_openapi::payload::Json(e.envelope())),)+
+                    other => {
+                        let e = if other == 500 { e } else { $crate::api::error::ApiError::internal(format!("undeclared status {other} from {}: {}", stringify!($name), e.message)) };
+                        $name::Internal(poem_openapi::payload::Json(e.envelope()))
+                    }
+                }
+            }
+        }
+    };
+}

@@ -1,0 +1,47 @@
+//! GET /api/v1/health.
+
+use std::sync::Arc;
+
+use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, OpenApi};
+
+use super::error::ApiError;
+use super::schema::ledger::{DatabaseHealth, Health};
+use super::{ApiTags, AppState};
+use crate::error_responses;
+
+pub struct HealthApi(pub Arc<AppState>);
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum HealthResponse {
+    /// The service is up and its database answers.
+    #[oai(status = 200)]
+    Ok(Json<Health>),
+}
+
+error_responses!(HealthErrors {
+    503 => DbUnavailable: "The database does not answer (DB_UNAVAILABLE).",
+});
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Service")]
+impl HealthApi {
+    /// Health: status, database connectivity, engine and rule-set versions
+    #[oai(path = "/health", method = "get", operation_id = "health")]
+    async fn health(&self) -> Result<HealthResponse, HealthErrors> {
+        let s = &self.0;
+        s.store.ping().await.map_err(ApiError::from)?;
+        let backend = match s.store.backend() {
+            sea_orm::DbBackend::Postgres => "postgres",
+            sea_orm::DbBackend::Sqlite => "sqlite",
+            sea_orm::DbBackend::MySql => "mysql",
+        };
+        Ok(HealthResponse::Ok(Json(Health {
+            status: "ok".into(),
+            database: DatabaseHealth { connected: true, backend: backend.into() },
+            engine_version: s.registry.engine_version.clone(),
+            rules_version: s.registry.version.clone(),
+            service_version: env!("CARGO_PKG_VERSION").into(),
+        })))
+    }
+}

@@ -1,0 +1,163 @@
+//! GET, POST and DELETE /api/v1/keys.
+
+use std::sync::Arc;
+
+use poem::http::StatusCode;
+use poem_openapi::param::Query;
+use poem_openapi::{ApiResponse, OpenApi};
+use serde_json::{json, Value};
+
+use super::auth::KeyAuth;
+use super::calculate::iso;
+use super::error::{ApiError, ErrorCode};
+use super::payload::{JsonBody, JsonText};
+use super::schema::accounts::{KeyCreateRequest, KeyCreated, KeyList, RevokeRequest, RevokeResponse};
+use super::{ApiTags, AppState};
+use crate::error_responses;
+use crate::security::{key_prefix, new_api_key, new_id, sha256_hex, KEY_PREFIX_LEN};
+use crate::store::entity::api_key;
+use crate::validate::Checker;
+
+pub struct KeysApi(pub Arc<AppState>);
+
+/// A fresh key and the row that stores it (hash and prefix only).
+pub fn new_key(entity_id: &str, name: &str, now: i64) -> (String, api_key::Model) {
+    let raw = new_api_key();
+    let row = api_key::Model { id: new_id("key"), entity_id: entity_id.into(), name: name.into(), prefix: key_prefix(&raw), key_hash: sha256_hex(raw.as_bytes()), created_at: now, revoked_at: None };
+    (raw, row)
+}
+
+pub fn key_view(raw: &str, row: &api_key::Model) -> Value {
+    json!({
+        "key": raw,
+        "prefix": row.prefix,
+        "note": "Shown once: only its SHA-256 is stored. Send it as X-API-Key or Authorization: Bearer. Revoke it with DELETE /api/v1/keys {\"prefix\": \"…\"}.",
+        "name": row.name,
+        "created_at": iso(row.created_at),
+    })
+}
+
+pub fn summary(k: &api_key::Model) -> Value {
+    json!({"prefix": k.prefix, "name": k.name, "created_at": iso(k.created_at), "revoked_at": k.revoked_at.map(iso), "active": k.revoked_at.is_none()})
+}
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum ListKeysResponses {
+    /// The account's keys, by prefix only.
+    #[oai(status = 200)]
+    Ok(JsonText<KeyList>),
+}
+
+error_responses!(ListKeysErrors {
+    401 => Unauthorized: "UNAUTHORIZED.",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum CreateKeyResponses {
+    /// The new key, shown once.
+    #[oai(status = 201)]
+    Created(JsonText<KeyCreated>),
+}
+
+error_responses!(CreateKeyErrors {
+    400 => BadRequest: "INVALID_INPUT (type test: test keys are not available yet) or INVALID_JSON_BODY.",
+    401 => Unauthorized: "UNAUTHORIZED.",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum RevokeKeyResponses {
+    /// The key is revoked; its next call gets 401.
+    #[oai(status = 200)]
+    Ok(JsonText<RevokeResponse>),
+}
+
+error_responses!(RevokeKeyErrors {
+    400 => BadRequest: "INVALID_INPUT: prefix missing or not 16 characters; or INVALID_JSON_BODY.",
+    401 => Unauthorized: "UNAUTHORIZED.",
+    403 => Forbidden: "FORBIDDEN: the prefix belongs to another account's key.",
+    404 => NotFound: "RESOURCE_NOT_FOUND: no active key with this prefix.",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Keys")]
+impl KeysApi {
+    /// List the account's API keys (prefixes only)
+    #[oai(path = "/keys", method = "get", operation_id = "listKeys")]
+    async fn list(&self, auth: KeyAuth) -> Result<ListKeysResponses, ListKeysErrors> {
+        let s = &self.0;
+        let owner = s.authenticate(&auth).await?;
+        let keys = s.store.keys(&owner.entity.id).await.map_err(ApiError::from)?;
+        Ok(ListKeysResponses::Ok(JsonText::value(&json!({"success": true, "keys": keys.iter().map(summary).collect::<Vec<_>>()}))))
+    }
+
+    /// Create an API key (live only; shown once)
+    #[oai(path = "/keys", method = "post", operation_id = "createKey")]
+    async fn create(&self, auth: KeyAuth, body: JsonBody<KeyCreateRequest>) -> Result<CreateKeyResponses, CreateKeyErrors> {
+        let s = &self.0;
+        let owner = s.authenticate(&auth).await?;
+        let empty = json!({});
+        let value = match &body.parsed {
+            Err(_) if body.raw.iter().all(u8::is_ascii_whitespace) => &empty,
+            _ => body.value()?,
+        };
+        let mut c = Checker::default();
+        let Some(obj) = c.object(value, &["name", "type"]) else { return Err(ApiError::fields(&c.errors).into()) };
+        let name = c.text(obj, "name", false, 1, 200).unwrap_or_else(|| "Default".into());
+        let kind = c.one_of(obj, "type", false, &["live", "test"]);
+        if kind.as_deref() == Some("test") {
+            c.err("type", "test keys are not available yet (they are on the roadmap); create a live key — the free plan's 1,500 calls per month cover testing");
+        }
+        if !c.errors.is_empty() {
+            return Err(ApiError::fields(&c.errors).into());
+        }
+        let (raw, row) = new_key(&owner.entity.id, &name, s.clock.now_ms());
+        s.store.insert_key(row.clone()).await.map_err(ApiError::from)?;
+        Ok(CreateKeyResponses::Created(JsonText::value(&json!({"success": true, "api_key": key_view(&raw, &row)}))))
+    }
+
+    /// Revoke an API key by its prefix
+    ///
+    /// The prefix (the key's first 16 characters) goes in the body, {"prefix": "svc_live_0123456"}, or as
+    /// the `prefix` query parameter. A key may revoke itself.
+    #[oai(path = "/keys", method = "delete", operation_id = "revokeKey")]
+    async fn revoke(
+        &self,
+        auth: KeyAuth,
+        /// Alternative to the body's prefix.
+        prefix: Query<Option<String>>,
+        body: JsonBody<RevokeRequest>,
+    ) -> Result<RevokeKeyResponses, RevokeKeyErrors> {
+        let s = &self.0;
+        let owner = s.authenticate(&auth).await?;
+        let body_empty = body.raw.iter().all(u8::is_ascii_whitespace);
+        let mut c = Checker::default();
+        let prefix = match (prefix.0, body_empty) {
+            (Some(p), true) => Some(p),
+            _ => {
+                let value = body.value()?;
+                let obj = c.object(value, &["prefix"]);
+                obj.and_then(|o| c.text(o, "prefix", true, KEY_PREFIX_LEN, KEY_PREFIX_LEN))
+            }
+        };
+        if let Some(p) = &prefix {
+            if p.chars().count() != KEY_PREFIX_LEN && c.errors.is_empty() {
+                c.err("prefix", format!("must be the key's first {KEY_PREFIX_LEN} characters"));
+            }
+        }
+        let Some(prefix) = prefix.filter(|_| c.errors.is_empty()) else { return Err(ApiError::fields(&c.errors).into()) };
+        let now = s.clock.now_ms();
+        let revoked = s.store.revoke_keys(&owner.entity.id, &prefix, now).await.map_err(ApiError::from)?;
+        if revoked == 0 {
+            if s.store.prefix_taken_elsewhere(&owner.entity.id, &prefix).await.map_err(ApiError::from)? {
+                return Err(ApiError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, "this key belongs to another account").into());
+            }
+            return Err(ApiError::not_found(format!("no active key with prefix {prefix}")).into());
+        }
+        Ok(RevokeKeyResponses::Ok(JsonText::value(&json!({"success": true, "prefix": prefix, "revoked": true, "revoked_at": iso(now)}))))
+    }
+}

@@ -1,0 +1,269 @@
+//! POST /api/v1/transactions/ingest and GET /api/v1/transactions.
+
+use std::sync::Arc;
+
+use poem_openapi::param::Query;
+use poem_openapi::{ApiResponse, OpenApi};
+use sea_orm::TransactionTrait;
+use serde_json::{json, Map, Value};
+
+use super::auth::KeyAuth;
+use super::calculate::{iso, parse_live, LiveRequest, RecordMeta};
+use super::error::ApiError;
+use super::payload::{JsonBody, JsonText};
+use super::schema::ledger::{IngestBody, IngestResponse, TransactionList};
+use super::{ApiTags, AppState};
+use crate::error_responses;
+use crate::rules::schema::state_index;
+use crate::store::entity::transaction;
+use crate::store::ledger::TransactionFilter;
+use crate::store::Store;
+use crate::validate::Checker;
+
+pub struct LedgerApi(pub Arc<AppState>);
+
+pub const MAX_BATCH: usize = 100;
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum IngestResponses {
+    /// At least one record was written.
+    #[oai(status = 201)]
+    Created(JsonText<IngestResponse>),
+    /// Every record was a duplicate: the originals are returned and nothing was written.
+    #[oai(status = 200)]
+    Replayed(JsonText<IngestResponse>),
+}
+
+error_responses!(IngestErrors {
+    400 => BadRequest: "INVALID_INPUT: errors name each record by index and field (records[3].amount: …); nothing is written. Or INVALID_JSON_BODY.",
+    401 => Unauthorized: "UNAUTHORIZED.",
+    409 => Conflict: "RESOURCE_CONFLICT: another request recorded the same external_tx_id at the same moment; retry to receive it as a duplicate.",
+    429 => TooManyRequests: "RATE_LIMITED: the free plan's monthly allowance is used up (Monthly limit reached).",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum ListResponses {
+    /// The account's transactions, newest first, each with its recorded calculation.
+    #[oai(status = 200)]
+    Ok(JsonText<TransactionList>),
+}
+
+error_responses!(ListErrors {
+    400 => BadRequest: "INVALID_INPUT: a query parameter is invalid (role, state, since, limit).",
+    401 => Unauthorized: "UNAUTHORIZED.",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+const EXTRA_FIELDS: &[&str] = &["external_tx_id", "transaction_id", "metadata"];
+
+struct IngestItem {
+    live: LiveRequest,
+    external_tx_id: Option<String>,
+    metadata: Option<Map<String, Value>>,
+}
+
+/// Validates one record; errors are prefixed with the record's place in a batch.
+fn parse_item(v: &Value, prefix: &str, errors: &mut Vec<String>) -> Option<IngestItem> {
+    let Some(obj) = v.as_object() else {
+        errors.push(format!("{}: must be a JSON object", prefix.trim_end_matches('.')));
+        return None;
+    };
+    let mut core = obj.clone();
+    let mut check = Checker::default();
+    let ext = check.text(obj, "external_tx_id", false, 1, 200);
+    let reference = check.text(obj, "transaction_id", false, 1, 200);
+    let metadata = match obj.get("metadata") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m.clone()),
+        Some(_) => {
+            check.err("metadata", "must be a JSON object");
+            None
+        }
+    };
+    for f in EXTRA_FIELDS {
+        core.remove(*f);
+    }
+    errors.extend(check.errors.iter().map(|e| format!("{prefix}{}: {}", e.field, e.message)));
+    match parse_live(&Value::Object(core), prefix) {
+        Ok(live) if check.errors.is_empty() => Some(IngestItem { live: LiveRequest { request: live.request, raw: v.clone() }, external_tx_id: ext.or(reference), metadata }),
+        Ok(_) => None,
+        Err(e) => {
+            errors.extend(e);
+            None
+        }
+    }
+}
+
+fn record_view(row: &transaction::Model, index: u32, duplicate: bool) -> Value {
+    let calculation: Value = serde_json::from_str(&row.result).unwrap_or(Value::Null);
+    let metadata: Value = row.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()).unwrap_or(Value::Null);
+    json!({
+        "index": index,
+        "transaction_id": row.id,
+        "external_tx_id": row.external_tx_id,
+        "duplicate": duplicate,
+        "created_at": iso(row.created_at),
+        "total_tax": calculation.get("total_tax").cloned().unwrap_or(Value::Null),
+        "metadata": metadata,
+        "calculation": calculation,
+    })
+}
+
+pub fn transaction_view(row: &transaction::Model) -> Value {
+    let calculation: Value = serde_json::from_str(&row.result).unwrap_or(Value::Null);
+    let metadata: Value = row.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()).unwrap_or(Value::Null);
+    json!({
+        "transaction_id": row.id,
+        "created_at": iso(row.created_at),
+        "source": row.source,
+        "role": row.role,
+        "buyer_state": row.buyer_state,
+        "counterparty_id": row.counterparty_id,
+        "amount": calculation.get("amount").cloned().unwrap_or(Value::Null),
+        "total_tax": calculation.get("total_tax").cloned().unwrap_or(Value::Null),
+        "external_tx_id": row.external_tx_id,
+        "metadata": metadata,
+        "calculation": calculation,
+    })
+}
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Transactions")]
+impl LedgerApi {
+    /// Ingest transactions (one record or a batch of 1 to 100)
+    ///
+    /// Each record takes every calculate field plus external_tx_id, transaction_id and metadata. Each is
+    /// determined as a live calculate call and recorded. A record whose external_tx_id (or, without one, whose
+    /// transaction_id) was already recorded is not written again: the original comes back with duplicate true.
+    /// A batch with any invalid record is rejected whole, errors naming record index and field; nothing is written.
+    /// The whole batch is one database transaction. It counts as one call against the monthly allowance.
+    #[oai(path = "/transactions/ingest", method = "post", operation_id = "ingestTransactions")]
+    async fn ingest(&self, auth: KeyAuth, body: JsonBody<IngestBody>) -> Result<IngestResponses, IngestErrors> {
+        let s = &self.0;
+        let owner = s.authenticate(&auth).await?;
+        let value = body.value()?;
+        let (records, batch): (Vec<&Value>, bool) = match value {
+            Value::Array(a) => (a.iter().collect(), true),
+            other => (vec![other], false),
+        };
+        if batch && (records.is_empty() || records.len() > MAX_BATCH) {
+            return Err(ApiError::field("body", format!("a batch holds 1 to {MAX_BATCH} records; this one has {}", records.len())).into());
+        }
+        let mut errors = Vec::new();
+        let mut items = Vec::new();
+        for (i, r) in records.iter().enumerate() {
+            let prefix = if batch { format!("records[{i}].") } else { String::new() };
+            items.push(parse_item(r, &prefix, &mut errors));
+        }
+        if !errors.is_empty() {
+            return Err(ApiError::invalid(errors).into());
+        }
+        let items: Vec<IngestItem> = items.into_iter().flatten().collect();
+        // The same external id twice in one batch is the caller's retry folded in: the second is its duplicate.
+        s.count_monthly_call(&owner.entity).await?;
+        let nexus = s.nexus_map(&owner.entity).await?;
+        let now_ms = s.clock.now_ms();
+        let txn = s.store.db.begin().await.map_err(ApiError::from)?;
+        let mut out = Vec::new();
+        let (mut written, mut duplicates) = (0u32, 0u32);
+        for (i, item) in items.into_iter().enumerate() {
+            let index = i as u32;
+            if let Some(ext) = &item.external_tx_id {
+                let existing = Store::transaction_by_external_id(&txn, &owner.entity.id, ext).await.map_err(ApiError::from)?;
+                if let Some(row) = existing {
+                    duplicates += 1;
+                    out.push(record_view(&row, index, true));
+                    continue;
+                }
+            }
+            let meta = RecordMeta { source: "ingest", external_tx_id: item.external_tx_id.clone(), metadata: item.metadata.clone() };
+            let body = s.record(&txn, &owner.entity, &item.live, nexus.as_ref(), now_ms, meta).await?;
+            written += 1;
+            let id = body.get("transaction_id").cloned().unwrap_or(Value::Null);
+            out.push(json!({
+                "index": index,
+                "transaction_id": id,
+                "external_tx_id": item.external_tx_id,
+                "duplicate": false,
+                "created_at": iso(now_ms),
+                "total_tax": body.get("total_tax").cloned().unwrap_or(Value::Null),
+                "metadata": item.metadata.map(Value::Object).unwrap_or(Value::Null),
+                "calculation": body,
+            }));
+        }
+        txn.commit().await.map_err(ApiError::from)?;
+        let response = json!({"success": true, "count": out.len(), "written": written, "duplicates": duplicates, "records": out});
+        let text = JsonText::value(&response);
+        Ok(if written > 0 { IngestResponses::Created(text) } else { IngestResponses::Replayed(text) })
+    }
+
+    /// List recorded transactions, newest first
+    #[oai(path = "/transactions", method = "get", operation_id = "listTransactions")]
+    async fn list(
+        &self,
+        auth: KeyAuth,
+        /// seller or buyer.
+        role: Query<Option<String>>,
+        /// Two-letter buyer state (lowercase accepted).
+        state: Query<Option<String>>,
+        /// Lower bound on the record time: an ISO 8601 date (2026-01-01, from 00:00 UTC) or date-time.
+        since: Query<Option<String>>,
+        /// 1 to 1000, default 100.
+        limit: Query<Option<i64>>,
+    ) -> Result<ListResponses, ListErrors> {
+        let s = &self.0;
+        let owner = s.authenticate(&auth).await?;
+        let mut errors = Vec::new();
+        let role = role.0.filter(|r| {
+            let ok = r == "seller" || r == "buyer";
+            if !ok {
+                errors.push(format!("role: `{r}` is not one of: seller, buyer"));
+            }
+            ok
+        });
+        let state = match state.0 {
+            None => None,
+            Some(st) => match state_index(&st.to_ascii_uppercase()) {
+                Some(_) => Some(st.to_ascii_uppercase()),
+                None => {
+                    errors.push(format!("state: `{st}` is not a two-letter US state code or DC"));
+                    None
+                }
+            },
+        };
+        let since_ms = match since.0.as_deref().map(parse_since) {
+            None => None,
+            Some(Ok(ms)) => Some(ms),
+            Some(Err(e)) => {
+                errors.push(format!("since: {e}"));
+                None
+            }
+        };
+        let limit = limit.0.unwrap_or(100);
+        if !(1..=1000).contains(&limit) {
+            errors.push("limit: must be between 1 and 1000".to_string());
+        }
+        if !errors.is_empty() {
+            return Err(ApiError::invalid(errors).into());
+        }
+        let rows = s.store.list_transactions(&owner.entity.id, &TransactionFilter { role, state, since_ms, limit: limit as u64 }).await.map_err(ApiError::from)?;
+        let list: Vec<Value> = rows.iter().map(transaction_view).collect();
+        Ok(ListResponses::Ok(JsonText::value(&json!({"success": true, "count": list.len(), "transactions": list}))))
+    }
+}
+
+/// An ISO 8601 date (midnight UTC) or date-time, as Unix ms.
+pub fn parse_since(text: &str) -> Result<i64, String> {
+    if let Ok(dt) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Ok(dt.timestamp_millis());
+    }
+    if let Ok(dt) = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S") {
+        return Ok(dt.and_utc().timestamp_millis());
+    }
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Ok(d.and_hms_opt(0, 0, 0).map_or(0, |t| t.and_utc().timestamp_millis()));
+    }
+    Err(format!("`{text}` is not an ISO 8601 date (2026-01-31) or date-time (2026-01-31T12:00:00Z)"))
+}

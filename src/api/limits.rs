@@ -1,0 +1,133 @@
+//! The limiters: per-key burst, per-account monthly allowance, and the per-IP demo windows.
+//! Every count is an atomic upsert in the shared database (see `store::limits`), so several
+//! instances behind one PostgreSQL enforce one limit between them.
+
+use chrono::{Datelike, NaiveDate, TimeZone, Utc};
+use poem::http::StatusCode;
+use serde_json::json;
+
+use super::context::set_header;
+use super::error::{ApiError, ErrorCode};
+use super::plans::{plan, Overage};
+use super::AppState;
+use crate::store::entity::entity;
+
+const MINUTE_MS: i64 = 60_000;
+
+/// Start of the current UTC month, in Unix ms.
+pub fn month_start_ms(now_ms: i64) -> i64 {
+    let now = Utc.timestamp_millis_opt(now_ms).single().unwrap_or_else(Utc::now);
+    NaiveDate::from_ymd_opt(now.year(), now.month(), 1).and_then(|d| d.and_hms_opt(0, 0, 0)).map_or(0, |d| d.and_utc().timestamp_millis())
+}
+
+fn next_month_start_ms(now_ms: i64) -> i64 {
+    month_start_ms(month_start_ms(now_ms) + 32 * 24 * 3600 * 1000)
+}
+
+fn ceil_seconds(ms: i64) -> i64 {
+    (ms + 999) / 1000
+}
+
+/// What an account has used this month.
+pub struct MonthlyUsage {
+    pub calls: i64,
+    pub included: i64,
+    pub overage_calls: i64,
+}
+
+impl AppState {
+    /// Counts a keyed calculate call in its key's 60-second window; over the limit is 429 with Retry-After.
+    pub async fn check_burst(&self, key_id: &str) -> Result<(), ApiError> {
+        let now = self.clock.now_ms();
+        let window = now - now.rem_euclid(MINUTE_MS);
+        let reset = window + MINUTE_MS;
+        let count = self.store.hit_counter(&format!("burst:{key_id}"), window, reset + MINUTE_MS).await?;
+        let limit = self.limits.burst_per_minute;
+        set_header("X-RateLimit-Limit", limit);
+        set_header("X-RateLimit-Remaining", (limit - count).max(0));
+        set_header("X-RateLimit-Reset", reset / 1000);
+        if count > limit {
+            set_header("Retry-After", ceil_seconds(reset - now).max(1));
+            return Err(ApiError::rate_limited(format!("rate limit of {limit} requests per 60 seconds for this key exceeded; retry after the window resets")));
+        }
+        Ok(())
+    }
+
+    /// Counts a billable call against the account's plan. Free: hard cutoff; paid: metered overage.
+    pub async fn count_monthly_call(&self, account: &entity::Model) -> Result<(), ApiError> {
+        let now = self.clock.now_ms();
+        let month = month_start_ms(now);
+        let expires = next_month_start_ms(now) + 31 * 24 * 3600 * 1000;
+        let calls = self.store.hit_counter(&format!("usage:{}", account.id), month, expires).await?;
+        let p = plan(&account.plan);
+        if calls > p.monthly_calls {
+            match p.overage {
+                Overage::HardCutoff => {
+                    return Err(ApiError::rate_limited(format!("Monthly limit reached: the {} plan includes {} calls per month; upgrade to continue", p.name, p.monthly_calls)));
+                }
+                Overage::Meter(_) => {
+                    self.store.hit_counter(&format!("overage:{}", account.id), month, expires).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn monthly_usage(&self, account: &entity::Model) -> Result<MonthlyUsage, ApiError> {
+        let month = month_start_ms(self.clock.now_ms());
+        Ok(MonthlyUsage {
+            calls: self.store.read_counter(&format!("usage:{}", account.id), month).await?,
+            included: plan(&account.plan).monthly_calls,
+            overage_calls: self.store.read_counter(&format!("overage:{}", account.id), month).await?,
+        })
+    }
+
+    /// Counts a keyless demo call for the client's address (every call, whatever its outcome).
+    /// Past the daily cap: 402 with the ways to continue; past the per-minute cap: 429 with Retry-After.
+    /// The X-RateLimit-* headers describe the daily window.
+    pub async fn check_demo(&self, ip: &str) -> Result<(), ApiError> {
+        let now = self.clock.now_ms();
+        let minute = now - now.rem_euclid(MINUTE_MS);
+        let day_ms = 24 * 3600 * 1000;
+        let day = now - now.rem_euclid(day_ms);
+        let per_minute = self.store.hit_counter(&format!("demo-minute:{ip}"), minute, minute + 2 * MINUTE_MS).await?;
+        let per_day = self.store.hit_counter(&format!("demo-day:{ip}"), day, day + 2 * day_ms).await?;
+        let limit = self.limits.demo_per_day;
+        set_header("X-RateLimit-Limit", limit);
+        set_header("X-RateLimit-Remaining", (limit - per_day).max(0));
+        set_header("X-RateLimit-Reset", (day + day_ms) / 1000);
+        if per_day > limit {
+            let mut e = ApiError::new(
+                StatusCode::PAYMENT_REQUIRED,
+                ErrorCode::PaymentRequired,
+                format!("the keyless demo allows {limit} calls per UTC day from one address; sign up for a free API key or pay per call"),
+            );
+            e.signup = Some(signup_block());
+            e.pay_per_call = Some(json!({
+                "id": "x402",
+                "price_usd_per_call": 0.005,
+                "currency": "USDC",
+                "header": "X-PAYMENT",
+                "note": "per-call USDC payment under the x402 protocol; no account needed",
+            }));
+            return Err(e);
+        }
+        if per_minute > self.limits.demo_per_minute {
+            set_header("Retry-After", ceil_seconds(minute + MINUTE_MS - now).max(1));
+            let mut e = ApiError::rate_limited(format!("the keyless demo allows {} calls per minute from one address", self.limits.demo_per_minute));
+            e.signup = Some(signup_block());
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+/// How a keyless caller gets a key.
+pub fn signup_block() -> serde_json::Value {
+    json!({
+        "method": "POST",
+        "url": "/api/v1/auth/signup",
+        "free_tier": "1,500 calls per month, no card required",
+        "required_fields": ["email", "password", "agent_name", "agent_work_type"],
+    })
+}

@@ -1,0 +1,135 @@
+//! The outermost layer: request ids, structured request logs, extra response headers, and the error
+//! envelope for every failure that did not come from a handler (unknown path, wrong method, bad
+//! parameter, missing credentials, panic).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use poem::error::{MethodNotAllowedError, NotFoundError};
+use poem::http::{header, HeaderValue, StatusCode};
+use poem::{Endpoint, IntoResponse, Request, Response};
+use poem_openapi::error::{AuthorizationError, ContentTypeError, ParseParamError, ParseRequestPayloadError};
+use tracing::Instrument;
+
+use super::context::{self, RequestContext};
+use super::error::{ApiError, ErrorCode};
+
+pub struct Envelope<E> {
+    pub inner: E,
+    /// Path → the methods it answers, from the OpenAPI document (for 405's Allow header).
+    pub allow: Arc<HashMap<String, Vec<String>>>,
+    /// Take the client address from X-Forwarded-For (only behind a trusted proxy).
+    pub trust_forwarded_for: bool,
+}
+
+fn valid_request_id(v: &str) -> bool {
+    (1..=128).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_graphic())
+}
+
+impl<E: Endpoint> Envelope<E> {
+    fn client_ip(&self, req: &Request) -> String {
+        if self.trust_forwarded_for {
+            if let Some(first) = req.header("x-forwarded-for").and_then(|v| v.split(',').next()) {
+                return first.trim().to_string();
+            }
+        }
+        match req.remote_addr().as_socket_addr() {
+            Some(addr) => addr.ip().to_string(),
+            None => req.remote_addr().to_string(),
+        }
+    }
+
+    fn convert(&self, err: poem::Error, method: &str, path: &str) -> (ApiError, Option<String>) {
+        if err.is::<NotFoundError>() {
+            return (ApiError::not_found(format!("no endpoint at {path}")), None);
+        }
+        if err.is::<MethodNotAllowedError>() {
+            let allow = self.allow.get(path).map(|m| m.join(", "));
+            let msg = match &allow {
+                Some(a) => format!("{method} is not allowed on {path}; use {a}"),
+                None => format!("{method} is not allowed on {path}"),
+            };
+            return (ApiError::new(StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed, msg), allow);
+        }
+        if let Some(e) = err.downcast_ref::<ParseParamError>() {
+            return (ApiError::field(e.name, &e.reason), None);
+        }
+        if err.is::<AuthorizationError>() {
+            return (ApiError::unauthorized("missing credentials: send the API key as X-API-Key or Authorization: Bearer"), None);
+        }
+        if let Some(e) = err.downcast_ref::<ParseRequestPayloadError>() {
+            return (ApiError::invalid_json(&e.reason), None);
+        }
+        if err.is::<ContentTypeError>() {
+            return (ApiError::invalid_json(err.to_string()), None);
+        }
+        (from_status(err.status(), &err.to_string()), None)
+    }
+}
+
+/// An envelope for a bare status (a plain-text error from a lower layer, or a panic).
+fn from_status(status: StatusCode, detail: &str) -> ApiError {
+    match status {
+        StatusCode::NOT_FOUND => ApiError::not_found("not found"),
+        StatusCode::METHOD_NOT_ALLOWED => ApiError::new(status, ErrorCode::MethodNotAllowed, "method not allowed"),
+        StatusCode::UNAUTHORIZED => ApiError::unauthorized("missing or invalid credentials"),
+        StatusCode::PAYLOAD_TOO_LARGE | StatusCode::BAD_REQUEST | StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::invalid(vec![format!("body: {detail}")]),
+        _ => ApiError::internal(format!("{status}: {detail}")),
+    }
+}
+
+impl<E: Endpoint> Endpoint for Envelope<E> {
+    type Output = Response;
+
+    async fn call(&self, req: Request) -> poem::Result<Response> {
+        let request_id = match req.header("x-request-id") {
+            Some(v) if valid_request_id(v) => v.to_string(),
+            _ => format!("req_{}", uuid::Uuid::new_v4().simple()),
+        };
+        let method = req.method().to_string();
+        let path = req.uri().path().to_string();
+        let ctx = Arc::new(RequestContext { request_id: request_id.clone(), client_ip: self.client_ip(&req), extra_headers: Mutex::new(Vec::new()) });
+        let span = tracing::info_span!("request", request_id = %request_id, method = %method, path = %path);
+        let started = Instant::now();
+        let mut resp = context::scope(ctx.clone(), async {
+            // A handler's own error response travels as a poem::Error made from that response: unwrap it.
+            let result = match self.inner.call(req).await {
+                Ok(r) => Ok(r.into_response()),
+                Err(e) if e.is_from_response() => Ok(e.into_response()),
+                Err(e) => Err(e),
+            };
+            let (err, allow) = match result {
+                Ok(resp) if resp.status().is_client_error() || resp.status().is_server_error() => {
+                    let is_json = resp.content_type().is_some_and(|c| c.starts_with("application/json"));
+                    if is_json {
+                        return resp;
+                    }
+                    (from_status(resp.status(), "request failed"), None)
+                }
+                Ok(resp) => return resp,
+                Err(err) => self.convert(err, &method, &path),
+            };
+            let mut resp = poem::web::Json(serde_json::to_value(poem_openapi::types::ToJSON::to_json(&err.envelope())).unwrap_or_default())
+                .with_status(err.status)
+                .into_response();
+            if let Some(allow) = allow.and_then(|a| HeaderValue::from_str(&a).ok()) {
+                resp.headers_mut().insert(header::ALLOW, allow);
+            }
+            resp
+        })
+        .instrument(span.clone())
+        .await;
+        for (name, value) in context::take_headers(&ctx) {
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                resp.headers_mut().insert(name, v);
+            }
+        }
+        if let Ok(v) = HeaderValue::from_str(&request_id) {
+            resp.headers_mut().insert("x-request-id", v);
+        }
+        let _enter = span.enter();
+        tracing::info!(status = resp.status().as_u16(), elapsed_us = started.elapsed().as_micros() as u64, "handled");
+        Ok(resp)
+    }
+}

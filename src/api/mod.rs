@@ -1,0 +1,115 @@
+//! The REST API (poem-openapi): one `#[OpenApi]` struct per tag, one response enum per operation,
+//! and the layers around them (request ids and logs, error envelope, limits, idempotency).
+
+pub mod auth;
+pub mod context;
+pub mod error;
+pub mod idempotency;
+pub mod limits;
+pub mod middleware;
+pub mod payload;
+pub mod plans;
+pub mod schema;
+
+mod accounts;
+mod calculate;
+mod health;
+mod keys;
+mod ledger;
+mod nexus;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use poem::{Endpoint, EndpointExt, Route};
+use poem_openapi::{OpenApiService, Tags};
+
+use crate::clock::Clock;
+use crate::config::Limits;
+use crate::rules::registry::Registry;
+use crate::security::DataKey;
+use crate::store::Store;
+
+/// Everything a handler needs; shared by all requests of one instance (no per-instance limit state).
+pub struct AppState {
+    pub store: Store,
+    pub registry: Arc<Registry>,
+    pub clock: Clock,
+    pub limits: Limits,
+    pub data_key: DataKey,
+}
+
+#[derive(Tags)]
+pub enum ApiTags {
+    /// Sales and use tax for one transaction: full answers with an API key, demo answers without.
+    Calculate,
+    /// The ledger: calculations recorded by keyed calls, records ingested in bulk, and their history.
+    Transactions,
+    /// Where the account has nexus, and where its sales approach a state's economic-nexus threshold.
+    Nexus,
+    /// Sign up, log in, the account view and its agents.
+    Accounts,
+    /// API keys: list, create, revoke.
+    Keys,
+    /// Liveness and database connectivity.
+    Service,
+}
+
+pub const API_VERSION: &str = "v2";
+
+pub type Apis = (health::HealthApi, calculate::CalculateApi, ledger::LedgerApi, nexus::NexusApi, accounts::AccountsApi, keys::KeysApi);
+
+pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
+    let apis = (
+        health::HealthApi(state.clone()),
+        calculate::CalculateApi(state.clone()),
+        ledger::LedgerApi(state.clone()),
+        nexus::NexusApi(state.clone()),
+        accounts::AccountsApi(state.clone()),
+        keys::KeysApi(state),
+    );
+    OpenApiService::new(apis, "levy tax-intelligence API", env!("CARGO_PKG_VERSION"))
+        .description(
+            "US sales and use tax for one transaction across 51 jurisdictions, with the law it applied; the ledger; \
+             nexus settings and alerts; 1099 tracking. Errors always use the envelope {success:false, code, error, \
+             request_id, errors}; codes are the frozen ErrorCode enum. Every response carries X-Request-Id.",
+        )
+        .server("/")
+}
+
+/// The OpenAPI document as served at /api/v1/openapi.json (no live state needed to produce it).
+pub fn openapi_json(state: Arc<AppState>) -> String {
+    openapi_service(state).spec()
+}
+
+fn allowed_methods(spec: &str) -> HashMap<String, Vec<String>> {
+    let doc: serde_json::Value = serde_json::from_str(spec).unwrap_or_default();
+    let mut out = HashMap::new();
+    if let Some(paths) = doc.get("paths").and_then(|p| p.as_object()) {
+        for (path, ops) in paths {
+            let methods = ops.as_object().map(|o| o.keys().map(|m| m.to_ascii_uppercase()).collect()).unwrap_or_default();
+            out.insert(path.clone(), methods);
+        }
+    }
+    out
+}
+
+/// The whole application: API routes, the document, the docs page, and the envelope layer around them.
+pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint {
+    let service = openapi_service(state);
+    let spec = service.spec();
+    let allow = Arc::new(allowed_methods(&spec));
+    let docs = service.swagger_ui();
+    let spec_text = Arc::new(spec);
+    let route = Route::new()
+        .nest("/", service)
+        .nest("/docs", docs)
+        .at(
+            "/api/v1/openapi.json",
+            poem::get(poem::endpoint::make_sync(move |_| {
+                poem::Response::builder().content_type("application/json").body(spec_text.as_str().to_string())
+            })),
+        )
+        .with(poem::middleware::CatchPanic::new());
+    middleware::Envelope { inner: route.map_to_response(), allow, trust_forwarded_for }
+}

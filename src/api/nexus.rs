@@ -1,0 +1,155 @@
+//! POST and GET /api/v1/nexus, GET /api/v1/nexus-alerts.
+
+use std::sync::Arc;
+
+use poem_openapi::{ApiResponse, OpenApi};
+use serde_json::{json, Map, Value};
+
+use super::auth::KeyAuth;
+use super::calculate::iso;
+use super::error::ApiError;
+use super::payload::{JsonBody, JsonText};
+use super::schema::ledger::{NexusAlertsResponse, NexusRequest, NexusResponse};
+use super::{ApiTags, AppState};
+use crate::error_responses;
+use crate::rules::schema::state_index;
+use crate::store::entity::entity;
+use crate::store::nexus::NexusEntry;
+use crate::validate::Checker;
+
+pub struct NexusApi(pub Arc<AppState>);
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum NexusResponses {
+    /// The account's stored nexus configuration after the change (or as it stands).
+    #[oai(status = 200)]
+    Ok(JsonText<NexusResponse>),
+}
+
+error_responses!(NexusErrors {
+    400 => BadRequest: "INVALID_INPUT (errors name each state and field) or INVALID_JSON_BODY; nothing is written.",
+    401 => Unauthorized: "UNAUTHORIZED.",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum AlertsResponses {
+    /// States at 80% or more of their threshold (possibly none).
+    #[oai(status = 200)]
+    Ok(JsonText<NexusAlertsResponse>),
+}
+
+error_responses!(AlertsErrors {
+    401 => Unauthorized: "UNAUTHORIZED.",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+fn parse_nexus(value: &Value) -> Result<Vec<NexusEntry>, ApiError> {
+    let mut check = Checker::default();
+    let Some(obj) = check.object(value, &["nexus"]) else {
+        return Err(ApiError::fields(&check.errors));
+    };
+    let mut entries = Vec::new();
+    match obj.get("nexus") {
+        None | Some(Value::Null) => check.err("nexus", "is required"),
+        Some(Value::Object(map)) => {
+            for (k, v) in map {
+                let code = k.to_ascii_uppercase();
+                let field = format!("nexus.{k}");
+                if state_index(&code).is_none() {
+                    let hint = crate::rules::diag::did_you_mean(&code, crate::rules::schema::STATES.iter().copied()).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
+                    check.err(&field, format!("`{k}` is not a two-letter US state code or DC{hint}"));
+                    continue;
+                }
+                let Some(entry) = v.as_object() else {
+                    check.err(&field, "must be an object {\"hasNexus\": true|false, \"reason\": \"…\"}");
+                    continue;
+                };
+                let mut inner = Checker::default();
+                inner.unknown_fields("", entry, &["hasNexus", "reason"]);
+                let has = inner.boolean("hasNexus", entry.get("hasNexus"));
+                if has.is_none() && !inner.errors.iter().any(|e| e.field == "hasNexus") {
+                    inner.err("hasNexus", "is required");
+                }
+                let reason = inner.text(entry, "reason", false, 0, 500);
+                for e in &inner.errors {
+                    check.err(&format!("{field}.{}", e.field), e.message.clone());
+                }
+                if let (Some(has_nexus), true) = (has, inner.errors.is_empty()) {
+                    entries.push(NexusEntry { state: code, has_nexus, reason });
+                }
+            }
+        }
+        Some(_) => check.err("nexus", "must be an object mapping state codes to {hasNexus, reason}"),
+    }
+    if check.errors.is_empty() {
+        Ok(entries)
+    } else {
+        Err(ApiError::fields(&check.errors))
+    }
+}
+
+impl AppState {
+    async fn nexus_view(&self, account_id: &str) -> Result<Value, ApiError> {
+        let account = self.store.entity_by_id(account_id).await?.ok_or_else(|| ApiError::unauthorized("the account no longer exists"))?;
+        let rows = self.store.nexus_states(account_id).await?;
+        let mut map = Map::new();
+        let mut with = Vec::new();
+        for r in &rows {
+            if r.has_nexus {
+                with.push(r.state.clone());
+            }
+            map.insert(r.state.clone(), json!({"hasNexus": r.has_nexus, "reason": r.reason, "updated_at": iso(r.updated_at)}));
+        }
+        Ok(json!({"success": true, "nexus_configured": account.nexus_configured, "nexus": map, "states_with_nexus": with}))
+    }
+
+    async fn alerts_view(&self, account: &entity::Model) -> Result<Value, ApiError> {
+        let nexus = self.nexus_map(account).await?;
+        let now = self.clock.now_ms();
+        let alerts = self.nexus_alerts(&self.store.db, account, nexus.as_ref(), now).await?;
+        Ok(json!({
+            "success": true,
+            "as_of": self.clock.now().date_naive().to_string(),
+            "jurisdictions_checked": crate::rules::schema::STATES.len(),
+            "alerts": alerts,
+        }))
+    }
+}
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Nexus")]
+impl NexusApi {
+    /// Store where the account has nexus (merge)
+    ///
+    /// Only the states in the map are written; the others keep their setting; an empty map changes nothing
+    /// (but marks nexus as configured). Send hasNexus false to remove a state. Codes may be lowercase.
+    #[oai(path = "/nexus", method = "post", operation_id = "setNexus")]
+    async fn set(&self, auth: KeyAuth, body: JsonBody<NexusRequest>) -> Result<NexusResponses, NexusErrors> {
+        let s = &self.0;
+        let owner = s.authenticate(&auth).await?;
+        let entries = parse_nexus(body.value()?)?;
+        s.store.merge_nexus(&owner.entity.id, &entries, s.clock.now_ms()).await.map_err(ApiError::from)?;
+        Ok(NexusResponses::Ok(JsonText::value(&s.nexus_view(&owner.entity.id).await?)))
+    }
+
+    /// The account's nexus configuration
+    #[oai(path = "/nexus", method = "get", operation_id = "getNexus")]
+    async fn get(&self, auth: KeyAuth) -> Result<NexusResponses, NexusErrors> {
+        let s = &self.0;
+        let owner = s.authenticate(&auth).await?;
+        Ok(NexusResponses::Ok(JsonText::value(&s.nexus_view(&owner.entity.id).await?)))
+    }
+
+    /// States where recorded sales reach 80% or more of the economic-nexus threshold
+    ///
+    /// All 51 jurisdictions are checked, each over its own threshold period (calendar year, trailing 12 months,
+    /// four quarters, or the year ending September 30), from the seller-role sales this account recorded.
+    #[oai(path = "/nexus-alerts", method = "get", operation_id = "nexusAlerts")]
+    async fn alerts(&self, auth: KeyAuth) -> Result<AlertsResponses, AlertsErrors> {
+        let s = &self.0;
+        let owner = s.authenticate(&auth).await?;
+        Ok(AlertsResponses::Ok(JsonText::value(&s.alerts_view(&owner.entity).await?)))
+    }
+}

@@ -1,0 +1,213 @@
+//! Signup, login, the account view, agents and API keys (interface spec: "Account resources").
+
+use poem_openapi::{Enum, Object};
+use serde_json::Value;
+
+use super::calculate::WorkType;
+
+#[derive(Enum, Clone, Copy)]
+#[oai(rename_all = "snake_case")]
+pub enum Visibility { Public, Private }
+
+/// Signup attribution; each value at most 200 characters, landing_page at most 500.
+#[derive(Object)]
+#[oai(deny_unknown_fields)]
+pub struct Utm {
+    pub utm_source: Option<String>,
+    pub utm_medium: Option<String>,
+    pub utm_campaign: Option<String>,
+    pub utm_content: Option<String>,
+    pub utm_term: Option<String>,
+    pub landing_page: Option<String>,
+}
+
+/// Body of POST /api/v1/auth/signup.
+#[derive(Object)]
+#[oai(deny_unknown_fields)]
+pub struct SignupRequest {
+    /// Unique per account; compared case-insensitively.
+    #[oai(validator(max_length = 320))]
+    pub email: String,
+    /// At least 8 characters; stored only as an argon2 hash.
+    #[oai(validator(min_length = 8, max_length = 1024))]
+    pub password: String,
+    #[oai(validator(min_length = 1, max_length = 200))]
+    pub agent_name: String,
+    pub agent_work_type: WorkType,
+    #[oai(validator(max_length = 2000))]
+    pub agent_description: Option<String>,
+    #[oai(validator(max_length = 200))]
+    pub company_name: Option<String>,
+    /// Two-letter state code or empty.
+    pub state: Option<String>,
+    /// Nine digits (dashes allowed); stored encrypted (AES-256-GCM), never returned.
+    pub ein: Option<String>,
+    #[oai(validator(max_length = 100))]
+    pub est_volume: Option<String>,
+    pub join_network: Option<bool>,
+    pub network_visibility: Option<Visibility>,
+    pub utm: Option<Utm>,
+}
+
+/// A new API key: shown once, never again.
+#[derive(Object)]
+pub struct NewApiKey {
+    /// The full key; store it now.
+    pub key: String,
+    /// The first 16 characters, used to list and revoke the key.
+    pub prefix: String,
+    pub note: String,
+    pub name: String,
+    pub created_at: String,
+}
+
+#[derive(Object)]
+pub struct SignupResponse {
+    pub success: bool,
+    pub entity_id: String,
+    pub agent_id: String,
+    pub plan: String,
+    pub api_key: NewApiKey,
+    pub next_steps: Vec<String>,
+}
+
+#[derive(Object)]
+#[oai(deny_unknown_fields)]
+pub struct LoginRequest {
+    pub email: String,
+    pub password: String,
+}
+
+#[derive(Object)]
+pub struct LoginResponse {
+    pub success: bool,
+    /// Send as `Authorization: Bearer <session_token>` to GET /api/v1/auth/me.
+    pub session_token: String,
+    pub token_type: String,
+    pub expires_at: String,
+    pub entity_id: String,
+}
+
+/// Body of POST /api/v1/auth/agents.
+#[derive(Object)]
+#[oai(deny_unknown_fields)]
+pub struct CreateAgentRequest {
+    #[oai(validator(min_length = 1, max_length = 200))]
+    pub agent_name: String,
+    /// Default compute.
+    pub work_type: Option<WorkType>,
+    #[oai(validator(max_length = 2000))]
+    pub description: Option<String>,
+}
+
+#[derive(Object)]
+pub struct Agent {
+    pub agent_id: String,
+    pub name: String,
+    pub work_type: String,
+    pub description: String,
+    pub created_at: String,
+}
+
+#[derive(Object)]
+pub struct AgentCreated {
+    pub success: bool,
+    pub agent: Agent,
+}
+
+/// A key as listed: never the key itself.
+#[derive(Object)]
+pub struct KeySummary {
+    pub prefix: String,
+    pub name: String,
+    pub created_at: String,
+    /// Set once revoked; a revoked key gets 401.
+    pub revoked_at: Option<String>,
+    pub active: bool,
+}
+
+#[derive(Object)]
+pub struct KeyList {
+    pub success: bool,
+    pub keys: Vec<KeySummary>,
+}
+
+#[derive(Enum, Clone, Copy)]
+#[oai(rename_all = "snake_case")]
+pub enum KeyType { Live, Test }
+
+/// Body of POST /api/v1/keys.
+#[derive(Object)]
+#[oai(deny_unknown_fields)]
+pub struct KeyCreateRequest {
+    /// Default "Default".
+    #[oai(validator(max_length = 200))]
+    pub name: Option<String>,
+    /// Only live: test keys are on the roadmap and not available (400).
+    #[oai(rename = "type")]
+    pub kind: Option<KeyType>,
+}
+
+#[derive(Object)]
+pub struct KeyCreated {
+    pub success: bool,
+    pub api_key: NewApiKey,
+}
+
+/// Body of DELETE /api/v1/keys.
+#[derive(Object)]
+#[oai(deny_unknown_fields)]
+pub struct RevokeRequest {
+    /// The first 16 characters of the key.
+    #[oai(validator(min_length = 16, max_length = 16))]
+    pub prefix: String,
+}
+
+#[derive(Object)]
+pub struct RevokeResponse {
+    pub success: bool,
+    pub prefix: String,
+    pub revoked: bool,
+    pub revoked_at: String,
+}
+
+#[derive(Object)]
+pub struct Usage {
+    /// YYYY-MM (UTC).
+    pub month: String,
+    pub plan: String,
+    pub calls: i64,
+    pub included: i64,
+    /// Calls past the allowance on a paid plan, billed per call.
+    pub overage_calls: i64,
+    pub remaining: i64,
+}
+
+#[derive(Object)]
+pub struct AccountView {
+    pub entity_id: String,
+    pub email: String,
+    pub company_name: String,
+    pub state: String,
+    pub plan: String,
+    /// True when an EIN is on file (it is never shown).
+    pub ein_on_file: bool,
+    pub join_network: bool,
+    pub network_visibility: String,
+    pub nexus_configured: bool,
+    pub created_at: String,
+}
+
+/// GET /api/v1/auth/me.
+#[derive(Object)]
+pub struct MeResponse {
+    pub success: bool,
+    pub entity: AccountView,
+    pub agents: Vec<Agent>,
+    pub keys: Vec<KeySummary>,
+    pub usage: Usage,
+    /// The ten most recent ledger entries (summaries).
+    pub recent_transactions: Vec<Value>,
+    /// The ten most recent trades (the gains tracker; empty until it records any).
+    pub recent_trades: Vec<Value>,
+}

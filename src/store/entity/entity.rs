@@ -1,0 +1,33 @@
+//! An account: the business (or person) behind one or more agents.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "entities")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub email: String,
+    pub password_hash: String,
+    pub agent_name: String,
+    pub agent_work_type: String,
+    pub agent_description: String,
+    pub company_name: String,
+    pub state: String,
+    /// AES-256-GCM ciphertext of the EIN (nonce prepended, base64); never the plain number.
+    pub ein_ciphertext: Option<String>,
+    pub est_volume: String,
+    pub join_network: bool,
+    pub network_visibility: String,
+    /// Signup attribution (utm_* and landing_page) as JSON text.
+    pub utm: String,
+    pub plan: String,
+    /// False until the account first stores its nexus configuration.
+    pub nexus_configured: bool,
+    pub created_at: i64,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

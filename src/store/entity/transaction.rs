@@ -1,0 +1,32 @@
+//! One ledger row: a keyed calculate call or an ingested record, with its request and full result.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "transactions")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub entity_id: String,
+    pub created_at: i64,
+    pub role: String,
+    pub buyer_state: String,
+    pub counterparty_id: String,
+    /// The exact decimal amount as normalised.
+    pub amount: String,
+    pub amount_micros: i64,
+    pub total_tax: String,
+    pub external_tx_id: Option<String>,
+    /// `calculate` or `ingest`.
+    pub source: String,
+    pub metadata: Option<String>,
+    /// The validated request body (JSON text).
+    pub request: String,
+    /// The full calculate response returned for it (JSON text).
+    pub result: String,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

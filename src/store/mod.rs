@@ -1,0 +1,93 @@
+//! Storage: sea-orm over SQLite (embedded default) or PostgreSQL. Knows nothing of tax rules:
+//! it keeps accounts, keys, the ledger, counters, nexus settings and idempotency records.
+
+pub mod accounts;
+pub mod entity;
+pub mod idempotency;
+pub mod ledger;
+pub mod limits;
+pub mod nexus;
+
+use std::time::Duration;
+
+use levy_migrations::{Migrator, MigratorTrait};
+use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, SqlErr, Statement};
+
+/// What the API needs to know about a storage failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("database error: {0}")]
+    Other(String),
+}
+
+impl From<DbErr> for StoreError {
+    fn from(e: DbErr) -> Self {
+        if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) {
+            return StoreError::Conflict(e.to_string());
+        }
+        match &e {
+            DbErr::Conn(_) | DbErr::ConnectionAcquire(_) => StoreError::Unavailable(e.to_string()),
+            DbErr::Exec(sea_orm::RuntimeErr::SqlxError(sqlx_err)) | DbErr::Query(sea_orm::RuntimeErr::SqlxError(sqlx_err)) if is_connection_error(sqlx_err) => {
+                StoreError::Unavailable(e.to_string())
+            }
+            _ => StoreError::Other(e.to_string()),
+        }
+    }
+}
+
+fn is_connection_error(e: &sea_orm::sqlx::Error) -> bool {
+    use sea_orm::sqlx::Error as E;
+    matches!(e, E::Io(_) | E::PoolTimedOut | E::PoolClosed | E::WorkerCrashed | E::Tls(_))
+}
+
+#[derive(Clone)]
+pub struct Store {
+    pub db: DatabaseConnection,
+}
+
+impl Store {
+    /// Connects (lazily, so a database that is down at a request answers 503 rather than hanging),
+    /// switching SQLite to WAL.
+    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            let file = path.split('?').next().unwrap_or(path);
+            if let Some(dir) = std::path::Path::new(file).parent() {
+                if !dir.as_os_str().is_empty() {
+                    std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", dir.display())))?;
+                }
+            }
+        }
+        let mut opt = ConnectOptions::new(url.to_string());
+        opt.max_connections(if url.starts_with("sqlite") { 8 } else { 16 })
+            .min_connections(0)
+            .connect_timeout(Duration::from_secs(3))
+            .acquire_timeout(Duration::from_secs(3))
+            .connect_lazy(true)
+            .sqlx_logging(false);
+        let db = Database::connect(opt).await?;
+        let store = Store { db };
+        if store.backend() == DbBackend::Sqlite {
+            store.db.execute(Statement::from_string(DbBackend::Sqlite, "PRAGMA journal_mode=WAL")).await?;
+        }
+        Ok(store)
+    }
+
+    pub fn backend(&self) -> DbBackend {
+        self.db.get_database_backend()
+    }
+
+    /// Applies every pending migration.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        Migrator::up(&self.db, None).await.map_err(StoreError::from)
+    }
+
+    /// One round trip, for the health check.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.db.execute(Statement::from_string(self.backend(), "SELECT 1")).await?;
+        Ok(())
+    }
+}
