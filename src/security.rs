@@ -44,6 +44,15 @@ pub fn new_session_token() -> String {
     format!("sess_{}", random_hex(32))
 }
 
+/// An identifier that sorts by creation: `tx_` + the time in ms (12 hex) + a per-process sequence (6 hex)
+/// + randomness, so that rows written in the same millisecond still list in the order they were written.
+pub fn new_ordered_id(kind: &str, now_ms: i64) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed) & 0xff_ffff;
+    format!("{kind}_{:012x}{seq:06x}{}", now_ms.max(0), random_hex(4))
+}
+
 /// An opaque identifier with a readable kind prefix: `ent_…`, `tx_…`, `key_…`.
 pub fn new_id(kind: &str) -> String {
     format!("{kind}_{}", random_hex(12))

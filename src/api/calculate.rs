@@ -22,7 +22,7 @@ use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
 use crate::engine::{determine, parse_request, render, Input, Request};
 use crate::error_responses;
 use crate::rules::schema::state_index;
-use crate::security::new_id;
+use crate::security::{new_id, new_ordered_id};
 use crate::store::entity::{entity, transaction};
 use crate::store::Store;
 
@@ -206,7 +206,7 @@ impl AppState {
         let prior = from_micros(ytd_after - amount_micros).normalize();
         let input = Input { request: req, nexus, vendor_ytd: Some(prior), as_of: today };
         let det = determine(&self.registry, &input).map_err(|e| ApiError::internal(format!("{e:?}")))?;
-        let id = new_id("tx");
+        let id = new_ordered_id("tx", now_ms);
         let mut body = render::full(&det);
         if let Some(o) = body.as_object_mut() {
             o.insert("transaction_id".into(), json!(id));

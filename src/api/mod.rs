@@ -87,7 +87,8 @@ fn allowed_methods(spec: &str) -> HashMap<String, Vec<String>> {
     let mut out = HashMap::new();
     if let Some(paths) = doc.get("paths").and_then(|p| p.as_object()) {
         for (path, ops) in paths {
-            let methods = ops.as_object().map(|o| o.keys().map(|m| m.to_ascii_uppercase()).collect()).unwrap_or_default();
+            let mut methods: Vec<String> = ops.as_object().map(|o| o.keys().map(|m| m.to_ascii_uppercase()).collect()).unwrap_or_default();
+            methods.sort();
             out.insert(path.clone(), methods);
         }
     }
@@ -95,7 +96,7 @@ fn allowed_methods(spec: &str) -> HashMap<String, Vec<String>> {
 }
 
 /// The whole application: API routes, the document, the docs page, and the envelope layer around them.
-pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint {
+pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Output = poem::Response> {
     let service = openapi_service(state);
     let spec = service.spec();
     let allow = Arc::new(allowed_methods(&spec));

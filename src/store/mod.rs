@@ -53,6 +53,11 @@ impl Store {
     /// Connects (lazily, so a database that is down at a request answers 503 rather than hanging),
     /// switching SQLite to WAL.
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        Store::connect_in_schema(url, None).await
+    }
+
+    /// As [`Store::connect`], with PostgreSQL's search_path set to `schema` (tests isolate runs this way).
+    pub async fn connect_in_schema(url: &str, schema: Option<&str>) -> Result<Store, StoreError> {
         if let Some(path) = url.strip_prefix("sqlite://") {
             let file = path.split('?').next().unwrap_or(path);
             if let Some(dir) = std::path::Path::new(file).parent() {
@@ -68,6 +73,9 @@ impl Store {
             .acquire_timeout(Duration::from_secs(3))
             .connect_lazy(true)
             .sqlx_logging(false);
+        if let Some(schema) = schema {
+            opt.set_schema_search_path(schema);
+        }
         let db = Database::connect(opt).await?;
         let store = Store { db };
         if store.backend() == DbBackend::Sqlite {

@@ -1,0 +1,87 @@
+//! The error envelope on every kind of failure.
+
+use serde_json::json;
+
+use super::harness::TestApp;
+use crate::on_both;
+
+async fn envelope_for_every_failure(app: TestApp) {
+    let a = app.signup("errors@example.com").await;
+
+    // Unknown path: 404 RESOURCE_NOT_FOUND, with a generated request id in body and header.
+    let r = app.get("/api/v1/no-such-thing", None).await;
+    assert_eq!((r.status, r.code()), (404, "RESOURCE_NOT_FOUND"));
+    assert_eq!(r.json["success"], json!(false));
+    let rid = r.header("x-request-id").unwrap();
+    assert!(rid.starts_with("req_"));
+    assert_eq!(r.json["request_id"], json!(rid));
+
+    // Wrong method: 405 with Allow.
+    let r = app.request("PUT", "/api/v1/calculate", None, &[], None).await;
+    assert_eq!((r.status, r.code()), (405, "METHOD_NOT_ALLOWED"));
+    assert_eq!(r.header("allow").as_deref(), Some("POST"));
+    let r = app.request("DELETE", "/api/v1/nexus", Some(&a.key), &[], None).await;
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("allow").as_deref(), Some("GET, POST"));
+
+    // The caller's request id is echoed.
+    let r = app.request("POST", "/api/v1/calculate", Some(&a.key), &[("X-Request-Id", "trace-42")], Some("{not json")).await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_JSON_BODY"));
+    assert_eq!(r.json["request_id"], json!("trace-42"));
+    assert_eq!(r.header("x-request-id").as_deref(), Some("trace-42"));
+
+    // Wrong shape, wrong type, out of range, unknown field: each named.
+    let r = app.post("/api/v1/calculate", Some(&a.key), &json!({"amount": 0, "buyer_state": "XX", "counterparty_id": "c 1", "colour": "red", "is_b2b": "yes"})).await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"));
+    let errs = r.errors().join("\n");
+    for field in ["amount: must be greater than 0", "buyer_state", "counterparty_id", "colour: unknown field", "is_b2b"] {
+        assert!(errs.contains(field), "{field} missing from {errs}");
+    }
+    let r = app.post("/api/v1/calculate", Some(&a.key), &json!([1, 2])).await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"));
+    let r = app.post("/api/v1/calculate", Some(&a.key), &json!({"amount": 100000001, "buyer_state": "TX", "counterparty_id": "c"})).await;
+    assert_eq!(r.errors(), vec!["amount: must be at most 100000000"]);
+
+    // Credentials.
+    let r = app.get("/api/v1/transactions", None).await;
+    assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED"));
+    let r = app.get("/api/v1/transactions", Some("svc_live_not-a-key")).await;
+    assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED"));
+    let r = app.request("GET", "/api/v1/transactions", None, &[("Authorization", &format!("Bearer {}", a.key))], None).await;
+    assert_eq!(r.status, 200, "Bearer keys are accepted: {}", r.text);
+
+    // Malformed Idempotency-Key.
+    let long = "k".repeat(256);
+    let r = app.request("POST", "/api/v1/calculate", Some(&a.key), &[("Idempotency-Key", &long)], Some(r#"{"amount":1,"buyer_state":"TX","counterparty_id":"c"}"#)).await;
+    assert_eq!((r.status, r.code()), (400, "IDEMPOTENCY_KEY_INVALID"));
+
+    // Bad query parameter.
+    let r = app.get("/api/v1/transactions?limit=5000&role=vendor&since=yesterday", Some(&a.key)).await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"));
+    assert_eq!(r.errors().len(), 3, "{:?}", r.errors());
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 0, "no failure wrote anything");
+}
+
+async fn database_unreachable_is_503(app: TestApp) {
+    use levy::api::{app as build, AppState};
+    use poem::EndpointExt;
+    let a = app.signup("db@example.com").await;
+    // A second instance whose database does not answer (nothing listens on port 1).
+    let store = levy::store::Store::connect("postgres://postgres@127.0.0.1:1/none").await.unwrap();
+    let state = std::sync::Arc::new(AppState { store, registry: app.state.registry.clone(), clock: app.clock.clone(), limits: Default::default(), data_key: app.state.data_key.clone() });
+    let client = poem::test::TestClient::new(build(state, true).boxed());
+    let resp = client.get("/api/v1/health").send().await;
+    resp.assert_status(poem::http::StatusCode::SERVICE_UNAVAILABLE);
+    let v: serde_json::Value = serde_json::from_str(&resp.0.into_body().into_string().await.unwrap()).unwrap();
+    assert_eq!(v["code"], json!("DB_UNAVAILABLE"));
+    let resp = client.post("/api/v1/calculate").header("X-API-Key", &a.key).body_json(&json!({"amount": 1, "buyer_state": "TX", "counterparty_id": "c"})).send().await;
+    resp.assert_status(poem::http::StatusCode::SERVICE_UNAVAILABLE);
+
+    let r = app.get("/api/v1/health", None).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json["database"]["connected"], json!(true));
+    assert_eq!(r.json["engine_version"], json!("1.5"));
+    assert_eq!(r.json["rules_version"], json!("1.5.0"));
+}
+
+on_both!(envelope_for_every_failure, database_unreachable_is_503);

@@ -1,0 +1,214 @@
+//! A service instance for one test: its own SQLite file, or its own PostgreSQL schema when
+//! TEST_DATABASE_URL is set, a settable clock, and poem's test client.
+
+use std::sync::{Arc, OnceLock};
+
+use chrono::{DateTime, Utc};
+use levy::api::{app, AppState};
+use levy::clock::Clock;
+use levy::config::Limits;
+use levy::rules::registry::Registry;
+use levy::security::DataKey;
+use levy::store::Store;
+use poem::endpoint::BoxEndpoint;
+use poem::http::HeaderMap;
+use poem::test::TestClient;
+use poem::EndpointExt;
+use serde_json::{json, Value};
+
+static REGISTRY: OnceLock<Arc<Registry>> = OnceLock::new();
+
+pub fn registry() -> Arc<Registry> {
+    REGISTRY
+        .get_or_init(|| {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
+            Arc::new(levy::server::load_rules(&dir).expect("rules load"))
+        })
+        .clone()
+}
+
+/// 2026-11-21 10:00:00 UTC: tax year 2026, 1099 threshold 2000.
+pub fn start_time() -> DateTime<Utc> {
+    "2026-11-21T10:00:00Z".parse().unwrap()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+pub struct Db {
+    pub url: String,
+    pub schema: Option<String>,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl Db {
+    /// A fresh database: a new SQLite file, or a new schema in TEST_DATABASE_URL. `None` when PostgreSQL is not configured.
+    pub async fn fresh(backend: Backend) -> Option<Db> {
+        match backend {
+            Backend::Sqlite => {
+                let tmp = tempfile::tempdir().unwrap();
+                let url = levy::config::sqlite_url(&tmp.path().join("levy.db"));
+                Some(Db { url, schema: None, _tmp: Some(tmp) })
+            }
+            Backend::Postgres => {
+                let url = std::env::var("TEST_DATABASE_URL").ok()?;
+                let schema = format!("t_{}", uuid::Uuid::new_v4().simple());
+                let admin = Store::connect(&url).await.unwrap();
+                use sea_orm::ConnectionTrait;
+                admin.db.execute_unprepared(&format!("CREATE SCHEMA {schema}")).await.unwrap();
+                Some(Db { url, schema: Some(schema), _tmp: None })
+            }
+        }
+    }
+
+    pub async fn store(&self) -> Store {
+        Store::connect_in_schema(&self.url, self.schema.as_deref()).await.unwrap()
+    }
+}
+
+pub struct TestApp {
+    pub state: Arc<AppState>,
+    pub client: Arc<TestClient<BoxEndpoint<'static>>>,
+    pub clock: Clock,
+    pub backend: Backend,
+    pub db: Arc<Db>,
+}
+
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub text: String,
+    pub json: Value,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
+    }
+
+    pub fn code(&self) -> &str {
+        self.json["code"].as_str().unwrap_or("")
+    }
+
+    pub fn errors(&self) -> Vec<String> {
+        self.json["errors"].as_array().map(|a| a.iter().filter_map(|e| e.as_str().map(str::to_string)).collect()).unwrap_or_default()
+    }
+}
+
+pub struct Account {
+    pub key: String,
+    pub entity_id: String,
+    pub prefix: String,
+}
+
+impl TestApp {
+    pub async fn start(backend: Backend) -> Option<TestApp> {
+        let db = Arc::new(Db::fresh(backend).await?);
+        Some(TestApp::on(db, backend, Clock::fixed(start_time())).await)
+    }
+
+    /// Another instance on the same database (its own pool, no shared memory), sharing the clock.
+    pub async fn on(db: Arc<Db>, backend: Backend, clock: Clock) -> TestApp {
+        let store = db.store().await;
+        store.migrate().await.unwrap();
+        let state = Arc::new(AppState { store, registry: registry(), clock: clock.clone(), limits: Limits::default(), data_key: DataKey::from_hex(&"ab".repeat(32)).unwrap() });
+        let client = Arc::new(TestClient::new(app(state.clone(), true).boxed()));
+        TestApp { state, client, clock, backend, db }
+    }
+
+    pub async fn request(&self, method: &str, path: &str, key: Option<&str>, headers: &[(&str, &str)], body: Option<&str>) -> Reply {
+        let c = &self.client;
+        let mut req = match method {
+            "GET" => c.get(path),
+            "POST" => c.post(path),
+            "DELETE" => c.delete(path),
+            "PUT" => c.put(path),
+            "PATCH" => c.patch(path),
+            other => panic!("method {other}"),
+        };
+        if let Some(k) = key {
+            req = req.header("X-API-Key", k);
+        }
+        for (n, v) in headers {
+            req = req.header(*n, *v);
+        }
+        if let Some(b) = body {
+            req = req.content_type("application/json").body(b.to_string());
+        }
+        let resp = req.send().await;
+        let status = resp.0.status().as_u16();
+        let headers = resp.0.headers().clone();
+        let text = resp.0.into_body().into_string().await.unwrap();
+        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Reply { status, headers, text, json }
+    }
+
+    pub async fn post(&self, path: &str, key: Option<&str>, body: &Value) -> Reply {
+        self.request("POST", path, key, &[], Some(&body.to_string())).await
+    }
+
+    pub async fn get(&self, path: &str, key: Option<&str>) -> Reply {
+        self.request("GET", path, key, &[], None).await
+    }
+
+    pub async fn signup(&self, email: &str) -> Account {
+        let r = self.post("/api/v1/auth/signup", None, &json!({"email": email, "password": "correct horse battery", "agent_name": "agent", "agent_work_type": "compute"})).await;
+        assert_eq!(r.status, 201, "{}", r.text);
+        Account {
+            key: r.json["api_key"]["key"].as_str().unwrap().into(),
+            prefix: r.json["api_key"]["prefix"].as_str().unwrap().into(),
+            entity_id: r.json["entity_id"].as_str().unwrap().into(),
+        }
+    }
+
+    pub async fn set_nexus(&self, key: &str, states: &[&str]) {
+        let map: serde_json::Map<String, Value> = states.iter().map(|s| (s.to_string(), json!({"hasNexus": true}))).collect();
+        let r = self.post("/api/v1/nexus", Some(key), &json!({"nexus": map})).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+
+    /// Rows in the account's ledger, read straight from the database.
+    pub async fn ledger_rows(&self, entity_id: &str) -> usize {
+        use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+        levy::store::entity::transaction::Entity::find()
+            .filter(levy::store::entity::transaction::Column::EntityId.eq(entity_id))
+            .count(&self.state.store.db)
+            .await
+            .unwrap() as usize
+    }
+}
+
+/// Runs a scenario on SQLite, and as a second test on PostgreSQL when TEST_DATABASE_URL is set.
+#[macro_export]
+macro_rules! on_both {
+    ($($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                use crate::harness::{Backend, TestApp};
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+                    super::$name(app).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    match TestApp::start(Backend::Postgres).await {
+                        Some(app) => super::$name(app).await,
+                        None => eprintln!("TEST_DATABASE_URL not set: PostgreSQL run skipped"),
+                    }
+                }
+            }
+        )+
+    };
+}
+
+/// A JSON number as f64 (bodies keep money as exact decimals such as 6.60, which compare unequal to 6.6 as JSON).
+pub fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}

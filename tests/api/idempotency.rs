@@ -1,0 +1,78 @@
+//! Idempotency-Key: replay byte for byte, conflicts, concurrent retries, expiry, account scope.
+
+use serde_json::json;
+
+use super::harness::{num, TestApp};
+use crate::on_both;
+
+async fn replays_and_conflicts(app: TestApp) {
+    let a = app.signup("idem@example.com").await;
+    app.set_nexus(&a.key, &["TX"]).await;
+    let body = r#"{"amount": 250, "buyer_state": "TX", "counterparty_id": "c-9"}"#;
+    let same_reordered = r#"{"counterparty_id":"c-9","buyer_state":"TX","amount":250}"#;
+    let key = [("Idempotency-Key", "order-1001")];
+    let first = app.request("POST", "/api/v1/calculate", Some(&a.key), &key, Some(body)).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert!(first.header("x-idempotency-status").is_none());
+    app.clock.advance_ms(3_600_000);
+    let again = app.request("POST", "/api/v1/calculate", Some(&a.key), &key, Some(same_reordered)).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(again.header("x-idempotency-status").as_deref(), Some("cached"));
+    assert_eq!(again.text, first.text, "byte for byte");
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 1);
+    // 1099 counted once: 250.
+    assert_eq!(num(&again.json["tracking_1099"]["vendor_ytd_total"]), 250.0);
+
+    let other = app.request("POST", "/api/v1/calculate", Some(&a.key), &key, Some(r#"{"amount": 251, "buyer_state": "TX", "counterparty_id": "c-9"}"#)).await;
+    assert_eq!((other.status, other.code()), (409, "IDEMPOTENCY_KEY_CONFLICT"));
+
+    // A failed request releases its key: a corrected retry with the same key goes through.
+    let bad = app.request("POST", "/api/v1/calculate", Some(&a.key), &[("Idempotency-Key", "order-1002")], Some(r#"{"amount": -5, "buyer_state": "TX", "counterparty_id": "c"}"#)).await;
+    assert_eq!(bad.status, 400);
+    let fixed = app.request("POST", "/api/v1/calculate", Some(&a.key), &[("Idempotency-Key", "order-1002")], Some(r#"{"amount": 5, "buyer_state": "TX", "counterparty_id": "c"}"#)).await;
+    assert_eq!(fixed.status, 200, "{}", fixed.text);
+
+    // After 24 hours the key is free again.
+    app.clock.advance_ms(23 * 3_600_000 + 1);
+    let later = app.request("POST", "/api/v1/calculate", Some(&a.key), &key, Some(r#"{"amount": 251, "buyer_state": "TX", "counterparty_id": "c-9"}"#)).await;
+    assert_eq!(later.status, 200, "{}", later.text);
+    assert!(later.header("x-idempotency-status").is_none());
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 3);
+
+    // Keys are per account: another account's identical key is its own.
+    let b = app.signup("idem-b@example.com").await;
+    let r = app.request("POST", "/api/v1/calculate", Some(&b.key), &key, Some(body)).await;
+    assert_eq!(r.status, 200);
+    assert!(r.header("x-idempotency-status").is_none());
+    assert_eq!(r.json["entity_id"], json!(b.entity_id));
+}
+
+async fn concurrent_retries_write_one_row(app: TestApp) {
+    let a = app.signup("race@example.com").await;
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let client = app.client.clone();
+        let key = a.key.clone();
+        tasks.push(tokio::spawn(async move {
+            let resp = client
+                .post("/api/v1/calculate")
+                .header("X-API-Key", key)
+                .header("Idempotency-Key", "race-1")
+                .body_json(&json!({"amount": 42, "buyer_state": "NY", "counterparty_id": "c"}))
+                .send()
+                .await;
+            let status = resp.0.status().as_u16();
+            (status, resp.0.into_body().into_string().await.unwrap())
+        }));
+    }
+    let mut bodies = Vec::new();
+    for t in tasks {
+        let (status, text) = t.await.unwrap();
+        assert_eq!(status, 200, "{text}");
+        bodies.push(text);
+    }
+    assert!(bodies.windows(2).all(|w| w[0] == w[1]), "every retry sees the one response");
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 1);
+}
+
+on_both!(replays_and_conflicts, concurrent_retries_write_one_row);

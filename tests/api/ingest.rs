@@ -1,0 +1,72 @@
+//! POST /api/v1/transactions/ingest: single, batch, replay, whole-batch rejection.
+
+use serde_json::json;
+
+use super::harness::{num, TestApp};
+use crate::on_both;
+
+async fn ingest_records_and_replays(app: TestApp) {
+    let a = app.signup("ingest@example.com").await;
+    app.set_nexus(&a.key, &["TX", "NY"]).await;
+
+    // One record. 1000 of SaaS into Austin: 800 × 8.25% = 66.00.
+    let rec = json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "cust-1", "external_tx_id": "inv-1", "metadata": {"order": 77}});
+    let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &rec).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let first = &r.json["records"][0];
+    assert_eq!(first["duplicate"], json!(false));
+    assert_eq!(num(&first["total_tax"]), 66.0);
+    assert_eq!(first["metadata"], json!({"order": 77}));
+    let id = first["transaction_id"].as_str().unwrap().to_string();
+
+    // Replay: the original, duplicate true, nothing written.
+    app.clock.advance_ms(5000);
+    let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &rec).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json["records"][0]["duplicate"], json!(true));
+    assert_eq!(r.json["records"][0]["transaction_id"], json!(id));
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 1);
+
+    // transaction_id stands in for external_tx_id when that is absent, and is never the record id.
+    let rec2 = json!({"amount": 10, "buyer_state": "NY", "counterparty_id": "cust-2", "transaction_id": "ref-9"});
+    let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &rec2).await;
+    assert_eq!(r.json["records"][0]["external_tx_id"], json!("ref-9"));
+    assert_ne!(r.json["records"][0]["transaction_id"], json!("ref-9"));
+    let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &rec2).await;
+    assert_eq!(r.json["records"][0]["duplicate"], json!(true));
+
+    // A batch with one bad record is rejected whole, naming index and field.
+    let mut batch: Vec<serde_json::Value> = (0..5).map(|i| json!({"amount": 10 + i, "buyer_state": "TX", "counterparty_id": format!("b{i}"), "external_tx_id": format!("batch-{i}")})).collect();
+    batch[3]["amount"] = json!("ten");
+    batch[4]["colour"] = json!("blue");
+    let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &json!(batch)).await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"));
+    assert_eq!(r.errors(), vec!["records[3].amount: `ten` is not a finite decimal number", "records[4].colour: unknown field"]);
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 2);
+
+    // Fixed, it goes in whole; one of them repeats an earlier id and comes back as a duplicate.
+    batch[3]["amount"] = json!(13);
+    batch[4].as_object_mut().unwrap().remove("colour");
+    batch.push(rec.clone());
+    let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &json!(batch)).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!((r.json["written"].clone(), r.json["duplicates"].clone()), (json!(5), json!(1)));
+    assert_eq!(r.json["records"][5]["transaction_id"], json!(id));
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 7);
+
+    // Batch bounds.
+    let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &json!([])).await;
+    assert_eq!(r.status, 400);
+    let big: Vec<_> = (0..101).map(|i| json!({"amount": 1, "buyer_state": "TX", "counterparty_id": format!("x{i}")})).collect();
+    let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &json!(big)).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 7);
+
+    // Ingested rows are in the history with their metadata.
+    let r = app.get("/api/v1/transactions?limit=1000", Some(&a.key)).await;
+    let rows = r.json["transactions"].as_array().unwrap();
+    assert_eq!(rows.len(), 7);
+    assert!(rows.iter().any(|t| t["metadata"] == json!({"order": 77}) && t["source"] == json!("ingest")));
+}
+
+on_both!(ingest_records_and_replays);

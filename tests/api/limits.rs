@@ -1,0 +1,125 @@
+//! Burst, monthly and demo limits, and the same limits held by two instances on one database.
+
+use serde_json::json;
+
+use super::harness::TestApp;
+use crate::on_both;
+
+async fn seed_counter(app: &TestApp, name: &str, window: i64, count: i64) {
+    use levy::store::entity::counter;
+    use sea_orm::{EntityTrait, Set};
+    let row = counter::ActiveModel { name: Set(name.into()), window_start: Set(window), count: Set(count), expires_at: Set(i64::MAX) };
+    counter::Entity::insert(row).exec_without_returning(&app.state.store.db).await.unwrap();
+}
+
+fn calc() -> serde_json::Value {
+    json!({"amount": 10, "buyer_state": "TX", "counterparty_id": "c"})
+}
+
+async fn keyed_burst_limit(app: TestApp) {
+    let a = app.signup("burst@example.com").await;
+    // 10:00:00 is the start of a 60-second window ending at 10:01:00 = 1795255260.
+    for i in 1..=120 {
+        let r = app.post("/api/v1/calculate", Some(&a.key), &calc()).await;
+        assert_eq!(r.status, 200, "call {i}: {}", r.text);
+        assert_eq!(r.header("x-ratelimit-remaining"), Some((120 - i).to_string()));
+    }
+    app.clock.advance_ms(15_000);
+    let r = app.post("/api/v1/calculate", Some(&a.key), &calc()).await;
+    assert_eq!((r.status, r.code()), (429, "RATE_LIMITED"));
+    assert_eq!(r.header("retry-after").as_deref(), Some("45"));
+    assert_eq!(r.header("x-ratelimit-reset").as_deref(), Some("1795255260"));
+    assert_eq!(r.header("x-ratelimit-remaining").as_deref(), Some("0"));
+    app.clock.advance_ms(45_000);
+    let r = app.post("/api/v1/calculate", Some(&a.key), &calc()).await;
+    assert_eq!(r.status, 200, "a new window");
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 121);
+}
+
+async fn monthly_allowance(app: TestApp) {
+    let a = app.signup("monthly@example.com").await;
+    let b = app.signup("paid@example.com").await;
+    // Month of November 2026 = window starting 2026-11-01T00:00:00Z.
+    let month = "2026-11-01T00:00:00Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap().timestamp_millis();
+    // 1,499 calls already counted this month.
+    seed_counter(&app, &format!("usage:{}", a.entity_id), month, 1499).await;
+    let r = app.post("/api/v1/calculate", Some(&a.key), &calc()).await;
+    assert_eq!(r.status, 200, "call 1,500 is within the free plan");
+    let r = app.post("/api/v1/calculate", Some(&a.key), &calc()).await;
+    assert_eq!((r.status, r.code()), (429, "RATE_LIMITED"));
+    assert!(r.json["error"].as_str().unwrap().starts_with("Monthly limit reached"));
+    assert!(r.header("retry-after").is_none(), "no Retry-After on the monthly cutoff");
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 1);
+
+    // A paid plan meters instead: starter includes 10,000.
+    use sea_orm::{ActiveModelTrait, EntityTrait, Set};
+    let row = levy::store::entity::entity::Entity::find_by_id(b.entity_id.clone()).one(&app.state.store.db).await.unwrap().unwrap();
+    let mut am: levy::store::entity::entity::ActiveModel = row.into();
+    am.plan = Set("starter".into());
+    am.update(&app.state.store.db).await.unwrap();
+    seed_counter(&app, &format!("usage:{}", b.entity_id), month, 10_000).await;
+    for _ in 0..2 {
+        let r = app.post("/api/v1/calculate", Some(&b.key), &calc()).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    assert_eq!(app.state.store.read_counter(&format!("overage:{}", b.entity_id), month).await.unwrap(), 2);
+}
+
+async fn demo_limits(app: TestApp) {
+    let ip = [("X-Forwarded-For", "203.0.113.7")];
+    let good = calc().to_string();
+    // 30 per minute, 400s included: 29 good and one invalid.
+    for i in 1..=30 {
+        let body = if i == 10 { "{\"amount\": -1}".to_string() } else { good.clone() };
+        let r = app.request("POST", "/api/v1/calculate", None, &ip, Some(&body)).await;
+        assert_eq!(r.status, if i == 10 { 400 } else { 200 }, "call {i}: {}", r.text);
+        // The headers describe the daily window: 50 per UTC day, resetting at 2026-11-22T00:00Z = 1795305600.
+        assert_eq!(r.header("x-ratelimit-limit").as_deref(), Some("50"));
+        assert_eq!(r.header("x-ratelimit-remaining"), Some((50 - i).to_string()));
+        assert_eq!(r.header("x-ratelimit-reset").as_deref(), Some("1795305600"));
+    }
+    let r = app.request("POST", "/api/v1/calculate", None, &ip, Some(&good)).await;
+    assert_eq!((r.status, r.code()), (429, "RATE_LIMITED"));
+    assert_eq!(r.header("retry-after").as_deref(), Some("60"));
+    // Another address is counted apart.
+    let r = app.request("POST", "/api/v1/calculate", None, &[("X-Forwarded-For", "198.51.100.1")], Some(&good)).await;
+    assert_eq!(r.status, 200);
+    // Next minute: calls 32..50 of the day pass, the 51st is the daily cap → 402 with the ways on.
+    app.clock.advance_ms(60_000);
+    for i in 32..=50 {
+        let r = app.request("POST", "/api/v1/calculate", None, &ip, Some(&good)).await;
+        assert_eq!(r.status, 200, "call {i}");
+    }
+    let r = app.request("POST", "/api/v1/calculate", None, &ip, Some(&good)).await;
+    assert_eq!((r.status, r.code()), (402, "PAYMENT_REQUIRED"));
+    assert_eq!(r.json["signup"]["url"], json!("/api/v1/auth/signup"));
+    assert_eq!(r.json["pay_per_call"]["id"], json!("x402"));
+    // The next UTC day starts afresh.
+    app.clock.set("2026-11-22T00:00:01Z".parse().unwrap());
+    let r = app.request("POST", "/api/v1/calculate", None, &ip, Some(&good)).await;
+    assert_eq!(r.status, 200);
+}
+
+async fn two_instances_share_limits(app: TestApp) {
+    let other = TestApp::on(app.db.clone(), app.backend, app.clock.clone()).await;
+    let a = app.signup("shared@example.com").await;
+    // 60 calls through each instance use up the key's 120; the next, on either, is refused.
+    for i in 0..120 {
+        let inst = if i % 2 == 0 { &app } else { &other };
+        let r = inst.post("/api/v1/calculate", Some(&a.key), &calc()).await;
+        assert_eq!(r.status, 200, "call {i}: {}", r.text);
+    }
+    assert_eq!(other.post("/api/v1/calculate", Some(&a.key), &calc()).await.status, 429);
+    assert_eq!(app.post("/api/v1/calculate", Some(&a.key), &calc()).await.status, 429);
+    // The demo's per-minute window too: 15 + 15 across both, then both refuse.
+    let ip = [("X-Forwarded-For", "192.0.2.9")];
+    let body = calc().to_string();
+    for i in 0..30 {
+        let inst = if i % 2 == 0 { &app } else { &other };
+        assert_eq!(inst.request("POST", "/api/v1/calculate", None, &ip, Some(&body)).await.status, 200);
+    }
+    assert_eq!(other.request("POST", "/api/v1/calculate", None, &ip, Some(&body)).await.status, 429);
+}
+
+
+on_both!(keyed_burst_limit, monthly_allowance, demo_limits, two_instances_share_limits);

@@ -1,0 +1,15 @@
+//! The service through its HTTP interface (poem's test client), on SQLite and, when TEST_DATABASE_URL
+//! is set, on PostgreSQL (each test in a fresh schema). Every expected figure is worked out by hand in
+//! the comments next to it.
+
+mod harness;
+
+mod accounts;
+mod calculate;
+mod contract;
+mod errors;
+mod idempotency;
+mod ingest;
+mod limits;
+mod nexus;
+mod tenancy;
