@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Load benchmark (not a test): builds the release binary, starts it on loopback with a fresh SQLite
+# database (or DATABASE_URL), and drives it with wrk (Debian package). Prints, from one run:
+# requests/s and p50/p99 for GET /api/v1/health (the baseline), demo calculate, and keyed calculate
+# with its ledger write; each as a ratio of the baseline; then p50/p99 again at about half of each
+# endpoint's maximum throughput (wrk paced per connection with its delay() hook).
+#
+# Limits are raised for the run (LEVY_BURST_LIMIT, LEVY_DEMO_*_LIMIT) so that the limiter's own
+# database work is measured without its refusals. Usage: bash benches/load.sh [seconds per run, default 10]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DUR="${1:-10}"
+PORT="${LEVY_BENCH_PORT:-18080}"
+CONNS=16
+command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
+cargo build --release --locked --quiet
+
+WORK="$(mktemp -d)"
+export LEVY_DATA_DIR="$WORK" LEVY_BURST_LIMIT=1000000000 LEVY_DEMO_MINUTE_LIMIT=1000000000 LEVY_DEMO_DAY_LIMIT=1000000000 RUST_LOG=warn
+target/release/levy serve --bind "127.0.0.1:$PORT" >"$WORK/server.log" 2>&1 &
+PID=$!
+trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
+BASE="http://127.0.0.1:$PORT"
+for _ in $(seq 1 100); do curl -sf "$BASE/api/v1/health" >/dev/null && break; sleep 0.1; done
+
+KEY=$(curl -sf "$BASE/api/v1/auth/signup" -H 'Content-Type: application/json' \
+  -d '{"email":"bench@example.com","password":"benchmark-password","agent_name":"bench","agent_work_type":"compute"}' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"]["key"])')
+curl -sf "$BASE/api/v1/nexus" -H "X-API-Key: $KEY" -H 'Content-Type: application/json' -d '{"nexus":{"TX":{"hasNexus":true}}}' >/dev/null
+
+BODY='{"amount": 100.5, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "bench-cp", "transaction_type": "saas"}'
+script() { # $1 = method, $2 = body, $3 = extra header line (lua), file on stdout
+  cat <<LUA
+wrk.method = "$1"
+wrk.body = [[$2]]
+wrk.headers["Content-Type"] = "application/json"
+$3
+local pause = tonumber(os.getenv("PAUSE_MS") or "0")
+function delay() return pause end
+LUA
+}
+script GET "" "" >"$WORK/health.lua"
+script POST "$BODY" "" >"$WORK/demo.lua"
+script POST "$BODY" "wrk.headers[\"X-API-Key\"] = \"$KEY\"" >"$WORK/keyed.lua"
+
+# run LUA URL PAUSE → "rps p50_ms p99_ms"
+run() {
+  PAUSE_MS="$3" wrk -t2 -c"$CONNS" -d"${DUR}s" --latency -s "$1" "$2" | python3 -c '
+import re, sys
+t = sys.stdin.read()
+def ms(v, u): return float(v) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[u]
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
+p = {k: ms(v, u) for k, v, u in re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)", t, re.M)}
+non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
+if non2xx: print(f"warning: {non2xx.group(1)} non-2xx responses", file=sys.stderr)
+print(f"{rps:.0f} {p.get(\"50\", 0):.3f} {p.get(\"99\", 0):.3f}")'
+}
+
+declare -A RPS P50 P99 HRPS HP50 HP99
+for name in health demo keyed; do
+  case $name in health) url="$BASE/api/v1/health" ;; *) url="$BASE/api/v1/calculate" ;; esac
+  read -r RPS[$name] P50[$name] P99[$name] < <(run "$WORK/$name.lua" "$url" 0)
+  # Half the maximum: each of CONNS connections waits CONNS*1000/(max/2) ms between requests.
+  pause=$(python3 -c "print(max(1, round($CONNS * 1000 / (${RPS[$name]} / 2))))")
+  read -r HRPS[$name] HP50[$name] HP99[$name] < <(run "$WORK/$name.lua" "$url" "$pause")
+done
+
+echo
+echo "levy load benchmark: $(nproc) cores, $CONNS connections, ${DUR}s per run, database: ${DATABASE_URL:-sqlite (WAL)}"
+printf '%-34s %10s %9s %9s %9s | %10s %9s %9s\n' endpoint "req/s" "vs base" "p50 ms" "p99 ms" "half req/s" "p50 ms" "p99 ms"
+for name in health demo keyed; do
+  case $name in health) label="GET /health (baseline)" ;; demo) label="POST /calculate demo" ;; keyed) label="POST /calculate keyed (+ledger)" ;; esac
+  ratio=$(python3 -c "print(f'{${RPS[$name]} / ${RPS[health]}:.2f}')")
+  printf '%-34s %10s %9s %9s %9s | %10s %9s %9s\n' "$label" "${RPS[$name]}" "$ratio" "${P50[$name]}" "${P99[$name]}" "${HRPS[$name]}" "${HP50[$name]}" "${HP99[$name]}"
+done
+echo "goals: demo >= 0.70 of baseline, keyed >= 0.40, p99 < 5 ms at half of maximum throughput"
