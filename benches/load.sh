@@ -53,7 +53,7 @@ rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
 p = {k: ms(v, u) for k, v, u in re.findall(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)", t, re.M)}
 non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
 if non2xx: print(f"warning: {non2xx.group(1)} non-2xx responses", file=sys.stderr)
-print(f"{rps:.0f} {p.get(\"50\", 0):.3f} {p.get(\"99\", 0):.3f}")'
+print("%.0f %.3f %.3f" % (rps, p.get("50", 0), p.get("99", 0)))'
 }
 
 declare -A RPS P50 P99 HRPS HP50 HP99

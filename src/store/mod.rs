@@ -76,12 +76,15 @@ impl Store {
         if let Some(schema) = schema {
             opt.set_schema_search_path(schema);
         }
+        // WAL with synchronous=NORMAL: commits append to the log without an fsync each (the database
+        // cannot be corrupted; a power cut may lose the last commits). Writers queue on busy_timeout.
+        opt.map_sqlx_sqlite_opts(|o| {
+            o.journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
+                .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(10))
+        });
         let db = Database::connect(opt).await?;
-        let store = Store { db };
-        if store.backend() == DbBackend::Sqlite {
-            store.db.execute(Statement::from_string(DbBackend::Sqlite, "PRAGMA journal_mode=WAL")).await?;
-        }
-        Ok(store)
+        Ok(Store { db })
     }
 
     pub fn backend(&self) -> DbBackend {

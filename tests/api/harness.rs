@@ -69,6 +69,24 @@ impl Db {
     }
 }
 
+impl Drop for Db {
+    /// Drops the test's PostgreSQL schema (on a thread of its own: Drop cannot await).
+    fn drop(&mut self) {
+        let Some(schema) = self.schema.take() else { return };
+        let url = self.url.clone();
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+            rt.block_on(async {
+                use sea_orm::ConnectionTrait;
+                if let Ok(admin) = Store::connect(&url).await {
+                    let _ = admin.db.execute_unprepared(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
 pub struct TestApp {
     pub state: Arc<AppState>,
     pub client: Arc<TestClient<BoxEndpoint<'static>>>,

@@ -174,22 +174,34 @@ pub struct CalculateRequest {
 /// A sales- or use-tax line.
 #[derive(Object)]
 pub struct TaxLine {
+    /// The jurisdiction that taxes the sale: the locality and state (e.g. "Austin, TX"), or the state.
     pub jurisdiction: String,
+    /// Two-letter state code.
     pub state: String,
+    /// The rate applied (fraction: 0.0825 is 8.25%).
     pub rate: f64,
     /// Tax in USD, rounded half away from zero to cents.
     pub amount: f64,
     /// sales_tax or use_tax.
     #[oai(rename = "type")]
     pub kind: Option<String>,
+    /// Why the line is what it is (an exemption, missing nexus, a marketplace collection).
     pub reason: Option<String>,
+    /// The exemption applied, when one applied.
     pub exemption: Option<Value>,
+    /// The state rate.
     pub state_rate: Option<f64>,
+    /// The sum of the local layers for the zip (0 without a zip or a locality).
     pub local_rate: Option<f64>,
+    /// State plus local rate.
     pub combined_rate: Option<f64>,
+    /// The amount before any partial base.
     pub gross_amount: Option<f64>,
+    /// The part of the amount the rate applies to.
     pub taxable_amount: Option<f64>,
+    /// taxable_amount as a percentage of gross_amount.
     pub taxable_percentage: Option<f64>,
+    /// A remark for the reader.
     pub note: Option<String>,
     /// Maintenance contracts: one entry per leg.
     pub legs: Option<Vec<Value>>,
@@ -206,12 +218,19 @@ pub struct SellerRemitting {
 /// The counterparty's running total for the information-return threshold (600 USD to tax year 2025, 2000 USD from 2026).
 #[derive(Object)]
 pub struct Tracking1099 {
+    /// The counterparty as sent.
     pub counterparty_id: String,
+    /// This payment (USD).
     pub payment_this_transaction: f64,
+    /// Payments to the counterparty in the tax year, this one included (USD).
     pub vendor_ytd_total: f64,
+    /// The information-return threshold for the tax year (USD).
     pub threshold: f64,
+    /// True once vendor_ytd_total reaches the threshold.
     pub threshold_exceeded: bool,
+    /// The form to file once the threshold is reached, else null.
     pub form_required: Option<String>,
+    /// The calendar tax year.
     pub tax_year: i32,
 }
 
@@ -221,12 +240,15 @@ pub struct Confidence {
     pub score: u32,
     /// complete, high, partial or minimal.
     pub level: String,
+    /// What raised or lowered the confidence.
     pub factors: Vec<String>,
 }
 
 #[derive(Object)]
 pub struct ConfidenceSummary {
+    /// 0 to 100.
     pub score: u32,
+    /// complete, high, partial or minimal.
     pub level: String,
 }
 
@@ -235,10 +257,15 @@ pub struct ConfidenceSummary {
 pub struct Advisory {
     #[oai(rename = "type")]
     pub kind: String,
+    /// The message.
     pub advisory: String,
+    /// Stable advisory code.
     pub code: Option<String>,
+    /// Two-letter state code.
     pub state: Option<String>,
+    /// True when the caller should act on it.
     pub flagged: Option<bool>,
+    /// How settled the answer is.
     pub confidence: Option<String>,
 }
 
@@ -247,30 +274,41 @@ pub struct Advisory {
 pub struct RoutingEntry {
     #[oai(rename = "type")]
     pub kind: String,
+    /// Amount in USD.
     pub amount: f64,
+    /// Who receives the amount.
     pub destination: String,
+    /// The jurisdiction that taxes the sale: the locality and state (e.g. "Austin, TX"), or the state.
     pub jurisdiction: String,
 }
 
 /// The tax a seller call would owe with nexus; never included in total_tax.
 #[derive(Object)]
 pub struct TaxIfNexus {
+    /// Tax in USD.
     pub total_tax: f64,
+    /// State plus local rate.
     pub combined_rate: Option<f64>,
+    /// What the hypothetical assumes.
     pub basis: String,
 }
 
 #[derive(Object)]
 pub struct B2bDetection {
+    /// Whether the sale is treated as business-to-business.
     pub is_b2b: bool,
+    /// How that was decided (declared or default).
     pub method: String,
+    /// The business behind the counterparty, when known.
     pub counterparty_principal: Option<String>,
+    /// A remark for the reader.
     pub note: String,
 }
 
 /// A state where this account's sales reached 80% or more of the economic-nexus threshold.
 #[derive(Object)]
 pub struct NexusAlert {
+    /// Two-letter state code.
     pub state: String,
     /// approaching (80% to 99%) or reached (100% or more).
     pub level: String,
@@ -286,18 +324,21 @@ pub struct NexusAlert {
     pub period_start: String,
     pub period_end: String,
     pub has_nexus: bool,
+    /// What to do.
     pub message: String,
 }
 
 /// How the answer was reached, with the law it applied.
 #[derive(Object)]
 pub struct AuditTrail {
+    /// The tax engine version (1.5).
     pub engine_version: String,
     pub rules_version: String,
     /// The date the rules were applied as of.
     pub as_of: String,
     /// level (state, local, special_rule), name, rate, applied, source (citation).
     pub jurisdiction_chain: Vec<Obj>,
+    /// State plus local rate.
     pub combined_rate: f64,
     /// input_transaction_type, input_work_type, resolved_work_type, work_type_source, economic_category, label, digital_content_type_applied.
     pub classification: Obj,
@@ -314,56 +355,94 @@ pub struct AuditTrail {
 /// The full answer (calls with an API key).
 #[derive(Object)]
 pub struct FullCalculation {
+    /// Always true on success.
     pub success: bool,
+    /// The tax engine version (1.5).
     pub engine_version: String,
     /// live for API-key calls.
     pub mode: String,
+    /// The response format version.
     pub api_version: String,
     /// Server-generated.
     pub transaction_id: String,
+    /// When the answer was computed (UTC, ISO 8601).
     pub timestamp: String,
+    /// The account the call was made for.
     pub entity_id: String,
+    /// seller (sales tax) or buyer (use tax).
     pub role: String,
+    /// Amount in USD.
     pub amount: f64,
+    /// The buyer's state.
     pub buyer_state: String,
+    /// The buyer's zip, or null.
     pub buyer_zip: Option<String>,
+    /// The seller's state, or empty.
     pub seller_state: String,
+    /// The seller's zip, or null.
     pub seller_zip: Option<String>,
     /// origin or destination.
     pub sourcing_rule: String,
+    /// seller, facilitator or direct.
     pub marketplace_role: String,
+    /// The sum of the local layers for the zip (0 without a zip or a locality).
     pub local_rate: f64,
+    /// State plus local rate.
     pub combined_rate: f64,
     /// The locality and state, e.g. "Austin, TX".
     pub jurisdiction: String,
+    /// The transaction type (default saas).
     pub transaction_type: String,
+    /// The economic category the taxability rules look at.
     pub transaction_category: String,
+    /// The work type, declared or inferred.
     pub work_type: String,
+    /// A readable label for the work type.
     pub work_type_label: String,
+    /// Where the work type came from (declared, or inferred from transaction_type).
     pub classification_basis: String,
+    /// Whether the sale is treated as business-to-business.
     pub is_b2b: bool,
+    /// The MD use context as sent, or null.
     pub use_context: Option<String>,
+    /// The counterparty as sent.
     pub counterparty_id: String,
+    /// The declared digital content type, echoed, or null.
     pub digital_content_type: Option<String>,
+    /// The classification facts declared with the request (empty when none).
     pub classification_facts: Option<Obj>,
+    /// The sales-tax line (seller role), or null.
     pub sales_tax: Option<TaxLine>,
+    /// The use-tax line (buyer role), or null.
     pub use_tax: Option<TaxLine>,
+    /// Buyer role: whether the seller collected.
     pub seller_remitting: Option<SellerRemitting>,
+    /// The counterparty's 1099 running total.
     pub tracking_1099: Option<Tracking1099>,
+    /// How settled the answer is.
     pub confidence: Confidence,
+    /// Things the caller should know.
     pub advisories: Vec<Advisory>,
+    /// Where each tax amount goes.
     pub routing: Vec<RoutingEntry>,
     /// The tax the caller is responsible for.
     pub total_tax: f64,
+    /// False when the account never configured nexus (seller calls then answer 0).
     pub nexus_configured: bool,
+    /// The classification in words.
     pub classification_note: String,
+    /// Estimates, not legal or tax advice.
     pub disclaimer: String,
+    /// True when a marketplace facilitator collects the tax (marketplace_remitted_tax).
     pub collected_by_marketplace: bool,
+    /// The tax the facilitator collects and remits.
     pub marketplace_remitted_tax: Option<f64>,
     /// Marketplace-seller calls only; false only where a statute excludes facilitated sales (VA).
     pub counts_toward_nexus_threshold: Option<bool>,
+    /// The exemption applied, when one applied.
     pub exemption: Option<Value>,
     pub tax_if_nexus: Option<TaxIfNexus>,
+    /// How is_b2b was determined.
     pub b2b_detection: Option<B2bDetection>,
     /// Present when any state is at 80% or more of its economic-nexus threshold.
     pub nexus_alerts: Option<Vec<NexusAlert>>,
@@ -375,36 +454,59 @@ pub struct FullCalculation {
 /// How to move past the demo.
 #[derive(Object)]
 pub struct Upgrade {
+    /// What to do.
     pub message: String,
+    /// Where to sign up.
     pub signup: String,
+    /// What the free plan includes.
     pub free_tier: String,
 }
 
 /// The demo answer (calls without a key): totals without the breakdown.
 #[derive(Object)]
 pub struct DemoCalculation {
+    /// Always true on success.
     pub success: bool,
+    /// The tax engine version (1.5).
     pub engine_version: String,
     pub transaction_id: String,
+    /// When the answer was computed (UTC, ISO 8601).
     pub timestamp: String,
     /// demo.
     pub mode: String,
+    /// seller (sales tax) or buyer (use tax).
     pub role: String,
+    /// Amount in USD.
     pub amount: f64,
+    /// The buyer's state.
     pub buyer_state: String,
+    /// The buyer's zip, or null.
     pub buyer_zip: Option<String>,
+    /// The transaction type (default saas).
     pub transaction_type: String,
+    /// The work type, declared or inferred.
     pub work_type: String,
+    /// Where the work type came from (declared, or inferred from transaction_type).
     pub classification_basis: String,
+    /// Whether the sale is treated as business-to-business.
     pub is_b2b: bool,
+    /// The declared digital content type, echoed, or null.
     pub digital_content_type: Option<String>,
+    /// The classification facts declared with the request (empty when none).
     pub classification_facts: Obj,
+    /// Tax in USD.
     pub total_tax: f64,
+    /// State plus local rate.
     pub combined_rate: f64,
+    /// The effective rate on the whole amount (tax ÷ amount).
     pub applied_rate: f64,
+    /// Whether nexus was declared for buyer_state (demo: via nexus_override).
     pub nexus_configured_for_state: bool,
+    /// How settled the answer is.
     pub confidence: ConfidenceSummary,
+    /// Estimates, not legal or tax advice.
     pub disclaimer: String,
+    /// How to get full answers.
     pub upgrade: Upgrade,
     /// When 0.00 comes from an exemption.
     pub exemption: Option<Value>,
