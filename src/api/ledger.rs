@@ -97,24 +97,34 @@ fn parse_item(v: &Value, prefix: &str, errors: &mut Vec<String>) -> Option<Inges
     }
 }
 
-fn record_view(row: &transaction::Model, index: u32, duplicate: bool) -> Value {
+/// The calculation and metadata stored with a ledger row, as JSON.
+fn stored(row: &transaction::Model) -> (Value, Value) {
     let calculation: Value = serde_json::from_str(&row.result).unwrap_or(Value::Null);
     let metadata: Value = row.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()).unwrap_or(Value::Null);
+    (calculation, metadata)
+}
+
+/// One entry of an ingest response, new or replayed.
+fn ingested(index: u32, transaction_id: &Value, external_tx_id: Option<&str>, duplicate: bool, created_at_ms: i64, metadata: Value, calculation: Value) -> Value {
     json!({
         "index": index,
-        "transaction_id": row.id,
-        "external_tx_id": row.external_tx_id,
+        "transaction_id": transaction_id,
+        "external_tx_id": external_tx_id,
         "duplicate": duplicate,
-        "created_at": iso(row.created_at),
+        "created_at": iso(created_at_ms),
         "total_tax": calculation.get("total_tax").cloned().unwrap_or(Value::Null),
         "metadata": metadata,
         "calculation": calculation,
     })
 }
 
+fn record_view(row: &transaction::Model, index: u32) -> Value {
+    let (calculation, metadata) = stored(row);
+    ingested(index, &json!(row.id), row.external_tx_id.as_deref(), true, row.created_at, metadata, calculation)
+}
+
 pub fn transaction_view(row: &transaction::Model) -> Value {
-    let calculation: Value = serde_json::from_str(&row.result).unwrap_or(Value::Null);
-    let metadata: Value = row.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()).unwrap_or(Value::Null);
+    let (calculation, metadata) = stored(row);
     json!({
         "transaction_id": row.id,
         "created_at": iso(row.created_at),
@@ -174,7 +184,7 @@ impl LedgerApi {
                 let existing = Store::transaction_by_external_id(&txn, &owner.entity.id, ext).await.map_err(ApiError::from)?;
                 if let Some(row) = existing {
                     duplicates += 1;
-                    out.push(record_view(&row, index, true));
+                    out.push(record_view(&row, index));
                     continue;
                 }
             }
@@ -182,16 +192,7 @@ impl LedgerApi {
             let body = s.record(&txn, &owner.entity, &item.live, nexus.as_ref(), now_ms, meta).await?;
             written += 1;
             let id = body.get("transaction_id").cloned().unwrap_or(Value::Null);
-            out.push(json!({
-                "index": index,
-                "transaction_id": id,
-                "external_tx_id": item.external_tx_id,
-                "duplicate": false,
-                "created_at": iso(now_ms),
-                "total_tax": body.get("total_tax").cloned().unwrap_or(Value::Null),
-                "metadata": item.metadata.map(Value::Object).unwrap_or(Value::Null),
-                "calculation": body,
-            }));
+            out.push(ingested(index, &id, item.external_tx_id.as_deref(), false, now_ms, item.metadata.map(Value::Object).unwrap_or(Value::Null), body));
         }
         txn.commit().await.map_err(ApiError::from)?;
         let response = json!({"success": true, "count": out.len(), "written": written, "duplicates": duplicates, "records": out});
