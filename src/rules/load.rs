@@ -37,7 +37,7 @@ pub fn read_yaml(path: &Path, sources: &mut SourceMap, d: &mut Diags) -> Option<
     }
 }
 
-fn yaml_files(dir: &Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn yaml_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().map_or(false, |x| x == "yaml" || x == "yml")).collect())
         .unwrap_or_default();
@@ -114,6 +114,8 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
         .map(|n| information_returns(&n, coverage_from, &mut d))
         .unwrap_or_default();
 
+    let gains = super::gains::load(&dir.join("gains"), coverage_from, partial, &mut sources, &mut d);
+
     for code in ENGINE_ADVISORIES {
         if !codes.contains(code) {
             let span = Span::new(&display_path(&dir.join("advisories.yaml")), 1, 1, 1);
@@ -135,6 +137,7 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
                 zips,
                 special_taxes,
                 information_returns,
+                gains,
             })
         }
         _ => None,
@@ -213,7 +216,7 @@ fn register_id(id: &str, span: &Span, ids: &mut HashMap<String, Span>, d: &mut D
     }
 }
 
-fn enum_value(node: &Node, kind: &'static [&'static str], what: &str, d: &mut Diags) -> Option<u16> {
+pub(crate) fn enum_value(node: &Node, kind: &'static [&'static str], what: &str, d: &mut Diags) -> Option<u16> {
     let text = node.as_scalar().unwrap_or("");
     match kind.iter().position(|k| *k == text) {
         Some(i) => Some(i as u16),
@@ -373,7 +376,7 @@ fn rule<O>(node: &Node, what: &str, outcome: fn(&parse::ExprSource) -> Result<O,
     Some(Rule { id: id?, when: when?, body: body?, from: from?, to: to?, citation: citation?, note, advisories, span: node.span.clone() })
 }
 
-fn dated_list<T>(f: &Fields, key: &str, what: &str, extra: &[&str], value: &mut dyn FnMut(&Fields, &mut Diags) -> Option<T>, d: &mut Diags) -> Option<Vec<Dated<T>>> {
+pub(crate) fn dated_list<T>(f: &Fields, key: &str, what: &str, extra: &[&str], value: &mut dyn FnMut(&Fields, &mut Diags) -> Option<T>, d: &mut Diags) -> Option<Vec<Dated<T>>> {
     let list = f.req(key, what, d)?;
     let mut out = vec![];
     let mut ok = true;

@@ -13,6 +13,7 @@ pub mod check;
 pub mod load;
 pub mod read;
 pub mod registry;
+pub mod gains;
 
 pub use load::load_dir;
 pub use registry::Registry;

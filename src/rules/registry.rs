@@ -209,6 +209,8 @@ pub struct Registry {
     pub zips: HashMap<String, ZipArea>,
     pub special_taxes: Vec<SpecialTax>,
     pub information_returns: Vec<Dated<InformationReturnThreshold>>,
+    /// Federal and state figures for the gains tracker (rules/gains/).
+    pub gains: super::gains::GainsRules,
 }
 
 impl Registry {

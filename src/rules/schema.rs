@@ -183,6 +183,12 @@ pub const ENGINE_ADVISORIES: &[&str] = &[
     "SELLER_ZIP_UNKNOWN_FOR_ORIGIN",
 ];
 
+/// Filing statuses of the federal and state gains estimates (a qualifying surviving spouse files as mfj).
+pub const FILING_STATUSES: [&str; 4] = ["single", "mfj", "mfs", "hoh"];
+
+/// Asset classes a trade may declare; rules/gains/federal.yaml names those the wash-sale rule reaches.
+pub const ASSET_CLASSES: [&str; 6] = ["stock", "security", "securities", "equity", "digital_asset", "crypto"];
+
 pub const NEXUS_PERIODS: &[&str] = &[
     "previous_or_current_calendar_year",
     "previous_calendar_year",
