@@ -1,5 +1,6 @@
 pub mod cli;
 pub mod engine;
+pub mod gains;
 pub mod rules;
 pub mod scenarios;
 pub mod validate;
