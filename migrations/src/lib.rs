@@ -9,6 +9,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261121_000001_create_accounts;
 mod m20261121_000002_create_ledger;
 mod m20261121_000003_create_limits;
+mod m20261121_000004_create_gains;
 
 pub struct Migrator;
 
@@ -19,6 +20,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261121_000001_create_accounts::Migration),
             Box::new(m20261121_000002_create_ledger::Migration),
             Box::new(m20261121_000003_create_limits::Migration),
+            Box::new(m20261121_000004_create_gains::Migration),
         ]
     }
 }

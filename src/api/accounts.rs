@@ -258,6 +258,7 @@ impl AccountsApi {
         let keys = s.store.keys(&account.id).await.map_err(ApiError::from)?;
         let usage = s.monthly_usage(&account).await?;
         let recent = s.store.recent_transactions(&account.id, 10).await.map_err(ApiError::from)?;
+        let trades = s.store.list_trades(&account.id, &crate::store::gains::TradeFilter { limit: 10, ..Default::default() }).await.map_err(ApiError::from)?;
         let now = Utc.timestamp_millis_opt(s.clock.now_ms()).single().unwrap_or_else(Utc::now);
         let out = json!({
             "success": true,
@@ -287,7 +288,10 @@ impl AccountsApi {
                 "transaction_id": t.id, "created_at": iso(t.created_at), "source": t.source, "role": t.role,
                 "buyer_state": t.buyer_state, "counterparty_id": t.counterparty_id, "amount": t.amount, "total_tax": t.total_tax,
             })).collect::<Vec<_>>(),
-            "recent_trades": [],
+            "recent_trades": trades.iter().map(|t| json!({
+                "trade_id": t.id, "trade_type": t.trade_type, "asset_symbol": t.asset_symbol, "quantity": t.quantity,
+                "price_per_unit": t.price_per_unit, "trade_date": iso(t.trade_date), "realized_gain": t.realized_gain,
+            })).collect::<Vec<_>>(),
         });
         Ok(MeResponses::Ok(JsonText::value(&out)))
     }

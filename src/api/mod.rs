@@ -17,6 +17,7 @@ mod health;
 mod keys;
 mod ledger;
 mod nexus;
+mod trades;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -51,13 +52,16 @@ pub enum ApiTags {
     Accounts,
     /// API keys: list, create, revoke.
     Keys,
+    /// The gains tracker: trades, cost-basis lots, realized gains, wash sales, estimates, the draft 1099-DA
+    /// and state capital-gains rates.
+    Gains,
     /// Liveness and database connectivity.
     Service,
 }
 
 pub const API_VERSION: &str = "v2";
 
-pub type Apis = (health::HealthApi, calculate::CalculateApi, ledger::LedgerApi, nexus::NexusApi, accounts::AccountsApi, keys::KeysApi);
+pub type Apis = (health::HealthApi, calculate::CalculateApi, ledger::LedgerApi, nexus::NexusApi, accounts::AccountsApi, keys::KeysApi, trades::TradesApi, trades::RatesApi);
 
 pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
     let apis = (
@@ -66,7 +70,9 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         ledger::LedgerApi(state.clone()),
         nexus::NexusApi(state.clone()),
         accounts::AccountsApi(state.clone()),
-        keys::KeysApi(state),
+        keys::KeysApi(state.clone()),
+        trades::TradesApi(state.clone()),
+        trades::RatesApi(state),
     );
     OpenApiService::new(apis, "levy tax-intelligence API", env!("CARGO_PKG_VERSION"))
         .description(

@@ -3,6 +3,7 @@
 
 pub mod accounts;
 pub mod entity;
+pub mod gains;
 pub mod idempotency;
 pub mod ledger;
 pub mod limits;

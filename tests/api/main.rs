@@ -8,6 +8,7 @@ mod accounts;
 mod calculate;
 mod contract;
 mod errors;
+mod gains;
 mod idempotency;
 mod ingest;
 mod limits;

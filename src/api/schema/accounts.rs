@@ -208,6 +208,6 @@ pub struct MeResponse {
     pub usage: Usage,
     /// The ten most recent ledger entries (summaries).
     pub recent_transactions: Vec<Value>,
-    /// The ten most recent trades (the gains tracker; empty until it records any).
+    /// The ten most recent trades by trade date (trade_id, trade_type, asset_symbol, quantity, price_per_unit, trade_date, realized_gain as exact decimal text).
     pub recent_trades: Vec<Value>,
 }

@@ -4,4 +4,5 @@
 
 pub mod accounts;
 pub mod calculate;
+pub mod gains;
 pub mod ledger;

@@ -3,10 +3,14 @@
 pub mod agent;
 pub mod api_key;
 pub mod counter;
+pub mod disposition;
 pub mod entity;
 pub mod idempotency;
+pub mod lot;
 pub mod nexus_state;
+pub mod position;
 pub mod session;
 pub mod state_revenue;
+pub mod trade;
 pub mod transaction;
 pub mod vendor_ytd;
