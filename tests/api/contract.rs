@@ -95,3 +95,40 @@ async fn document_is_served_and_complete() {
     assert_eq!(r.status, 200);
     assert!(r.text.contains("swagger"), "the docs page renders the document");
 }
+
+/// Every gains response is described by the document: each key documented, each required key present.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gains_responses_conform() {
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let a = app.signup("gains-contract@example.com").await;
+    let doc: Value = serde_json::from_str(&levy::api::openapi_json(app.state.clone())).unwrap();
+    let buy = app.post("/api/v1/trades", Some(&a.key), &json!({"asset_symbol": "AAA", "trade_type": "buy", "quantity": 10, "price_per_unit": 50, "trade_date": "2026-01-05T00:00:00Z", "asset_class": "stock"})).await;
+    assert_eq!(buy.status, 201, "{}", buy.text);
+    // A second buy within 30 days before the loss sale: it becomes the replacement.
+    let again = app.post("/api/v1/trades", Some(&a.key), &json!({"asset_symbol": "AAA", "trade_type": "buy", "quantity": 2, "price_per_unit": 45, "trade_date": "2026-01-20T00:00:00Z"})).await;
+    assert_eq!(again.status, 201, "{}", again.text);
+    let sell = app.post("/api/v1/trades", Some(&a.key), &json!({"asset_symbol": "AAA", "trade_type": "sell", "quantity": 4, "price_per_unit": 40, "trade_date": "2026-02-01T00:00:00Z", "resident_state": "NY", "estimated_annual_income": 90000, "filing_status": "mfj"})).await;
+    assert_eq!(sell.status, 201, "{}", sell.text);
+    conforms(&doc, &buy.json, "TradeResult");
+    conforms(&doc, &buy.json["lot"], "LotView");
+    conforms(&doc, &buy.json["wash_sale"], "WashSaleInfo");
+    conforms(&doc, &sell.json, "TradeResult");
+    conforms(&doc, &sell.json["lots_consumed"][0], "ConsumedLot");
+    conforms(&doc, &sell.json["lots_consumed"][0]["wash_sale"], "DispositionWash");
+    conforms(&doc, &sell.json["lots_consumed"][0]["wash_sale"]["replacements"][0], "Replacement");
+    conforms(&doc, &sell.json["totals"], "SellTotals");
+    conforms(&doc, &sell.json["estimates"]["federal"], "FederalEstimate");
+    conforms(&doc, &sell.json["estimates"]["state"], "StateEstimate");
+    let list = app.get("/api/v1/trades", Some(&a.key)).await;
+    conforms(&doc, &list.json, "TradeList");
+    conforms(&doc, &list.json["trades"][0], "TradeRecord");
+    conforms(&doc, &list.json["summary"], "TradeSummary");
+    conforms(&doc, &list.json["summary"]["assets"][0], "AssetSummary");
+    let export = app.get("/api/v1/export/1099-da?year=2026", Some(&a.key)).await;
+    conforms(&doc, &export.json, "Export1099Da");
+    conforms(&doc, &export.json["entries"][0], "Form1099DaEntry");
+    conforms(&doc, &export.json["totals"]["all"], "Form1099DaTotal");
+    let rates = app.get("/api/v1/rates/capital-gains?state=NY&explain=true", None).await;
+    conforms(&doc, &rates.json, "FullGainsRates");
+    conforms(&doc, &rates.json["states"]["NY"], "StateGainsRate");
+}
