@@ -304,4 +304,40 @@ async fn capital_gains_rates(app: TestApp) {
     assert_eq!((r.status, r.errors().len()), (400, 3));
 }
 
-on_both!(fifo_lifo_and_specific_id, holding_period_boundary, wash_sales, oversell_backdating_and_exactness, lists_exports_idempotency_and_tenancy, capital_gains_rates);
+async fn concurrent_sells_never_share_a_lot(app: TestApp) {
+    // 5 units held in 5 lots; 8 sells of 1 unit at once: exactly 5 succeed, each consuming a different lot,
+    // and 3 are refused as oversells. Trades of one asset are applied one at a time (the position row lock).
+    let a = app.signup("race-trades@example.com").await;
+    for d in 1..=5 {
+        trade(&app, &a.key, buy("DOT", json!(1), json!(10 * d), json!(0), &format!("2026-01-0{d}T00:00:00Z"))).await;
+    }
+    let mut tasks = vec![];
+    for _ in 0..8 {
+        let client = app.client.clone();
+        let key = a.key.clone();
+        tasks.push(tokio::spawn(async move {
+            let r = client.post("/api/v1/trades").header("X-API-Key", key).body_json(&json!({"asset_symbol": "DOT", "trade_type": "sell", "quantity": 1, "price_per_unit": 100})).send().await;
+            let status = r.0.status().as_u16();
+            let body: Value = serde_json::from_str(&r.0.into_body().into_string().await.unwrap()).unwrap();
+            (status, body)
+        }));
+    }
+    let mut lots = vec![];
+    let mut refused = 0;
+    for t in tasks {
+        let (status, body) = t.await.unwrap();
+        match status {
+            201 => lots.push(body["lots_consumed"][0]["lot_id"].as_str().unwrap().to_string()),
+            400 => refused += 1,
+            other => panic!("unexpected {other}: {body}"),
+        }
+    }
+    lots.sort();
+    lots.dedup();
+    assert_eq!((lots.len(), refused), (5, 3));
+    // Proceeds 500 against bases 10 + 20 + 30 + 40 + 50 = 150: +350 realized, nothing left.
+    let s = summary(&app, &a.key, "DOT").await;
+    assert_eq!((num(&s["held_quantity"]), s["open_lots"].as_i64().unwrap(), num(&s["realized_total"])), (0.0, 0, 350.0));
+}
+
+on_both!(concurrent_sells_never_share_a_lot, fifo_lifo_and_specific_id, holding_period_boundary, wash_sales, oversell_backdating_and_exactness, lists_exports_idempotency_and_tenancy, capital_gains_rates);
