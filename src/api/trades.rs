@@ -779,7 +779,7 @@ impl AppState {
             } else if !l.open {
                 Some(format!("`{id}` is exhausted: all of it has been sold"))
             } else if l.acquired_at > until {
-                Some(format!("`{id}` was acquired {} , after this sell's trade_date", iso(l.acquired_at)))
+                Some(format!("`{id}` was acquired {}, after this sell's trade_date", iso(l.acquired_at)))
             } else if d(&l.remaining_quantity) < req.quantity {
                 Some(format!("`{id}` holds {} units; this sell asks for {}", quantity_text(d(&l.remaining_quantity)), quantity_text(req.quantity)))
             } else {
