@@ -54,7 +54,14 @@ async fn fifo_lifo_and_specific_id(app: TestApp) {
     // B2 2 of 5 (basis 600 × 2/5 = 240, proceeds 1554 − 1295 = 259, +19, 273 days: short-term).
     let a = app.signup("fifo@example.com").await;
     let lots = history(&app, &a.key).await;
-    let r = trade(&app, &a.key, sell.clone()).await;
+    let mut with_profile = sell.clone();
+    with_profile.as_object_mut().unwrap().extend([("filing_status".into(), json!("single")), ("estimated_annual_income".into(), json!(80000)), ("resident_state".into(), json!("CA"))]);
+    let r = trade(&app, &a.key, with_profile).await;
+    // Estimates (2026, single, 80,000 − 16,100 = 63,900 taxable): ST 19 at 22% = 4.18, LT 285 at 15% = 42.75 → 46.93;
+    // California at its 12.3% top rate, each term rounded: 2.34 + 35.06 = 37.40.
+    let (fed, st) = (&r["estimates"]["federal"], &r["estimates"]["state"]);
+    assert_eq!((fed["tax_year"].as_i64(), num(&fed["ordinary_tax"]), num(&fed["long_term_tax"]), num(&fed["total_tax"])), (Some(2026), 4.18, 42.75, 46.93));
+    assert_eq!((st["state"].as_str(), num(&st["total_tax"])), (Some("CA"), 37.4));
     let c = r["lots_consumed"].as_array().unwrap();
     assert_eq!(c.len(), 2);
     assert_eq!(c[0]["lot_id"], json!(lots[0]));
