@@ -40,3 +40,23 @@ fn the_semantic_diff_shows_exactly_the_planted_change() {
     assert!(report.contains("2026-11-21 (1.5.1): planted change"));
     common::snapshot_settings().bind(|| insta::assert_snapshot!("semantic_diff_planted_change", report));
 }
+
+#[test]
+fn the_semantic_diff_shows_a_planted_gains_change() {
+    let src = common::rules_dir();
+    let (_tmp, dir) = common::rules_copy();
+    // Planted: Wisconsin excludes 40% of long-term gain instead of 30%.
+    let wi = dir.join("gains/states/wi.yaml");
+    let text = std::fs::read_to_string(&wi).unwrap();
+    let planted = text.replace("long_term_exclusion: 30%", "long_term_exclusion: 40%");
+    assert_ne!(text, planted);
+    std::fs::write(&wi, planted).unwrap();
+    let old = load_dir(&src).0.expect("old rules");
+    let new = load_dir(&dir).0.expect("new rules");
+    let report = diff_report(&old, &new, NaiveDate::from_ymd_opt(2026, 6, 1).unwrap());
+    // 10,000 long-term × 70% × 7.65% = 535.50 → × 60% = 459.00; 1,500,000: 80,325.00 → 68,850.00. Nothing else moves.
+    assert!(report.contains("gains state WI single income=100000 long_term=10000: tax 535.50 → 459.00"), "{report}");
+    assert!(report.contains("gains state WI single income=100000 long_term=1500000: tax 80325.00 → 68850.00"), "{report}");
+    assert!(report.contains("2 of 165 gains estimates change"), "{report}");
+    assert!(report.contains("0 of "), "{report}");
+}

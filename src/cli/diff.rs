@@ -1,5 +1,6 @@
 //! `levy rules diff`: the reviewer's semantic diff. Both registries answer the same grid of
-//! requests; only the answers that change are printed, with the rules responsible.
+//! requests; only the answers that change are printed, with the rules responsible. The gains
+//! tracker's figures are compared the same way: federal and state estimates of sample sales.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -148,6 +149,7 @@ pub fn diff_report(old: &Registry, new: &Registry, as_of: NaiveDate) -> String {
         let _ = writeln!(s, "  {}: {line}", describe_input(body));
     }
     let _ = writeln!(s, "{changed} of {} inputs change", inputs.len());
+    gains_report(old, new, as_of, &mut s);
     let known: BTreeSet<(NaiveDate, &str)> = old.changelog.iter().map(|c| (c.date, c.summary.as_str())).collect();
     let entries: Vec<_> = new.changelog.iter().filter(|c| !known.contains(&(c.date, c.summary.as_str()))).collect();
     if !entries.is_empty() {
@@ -157,4 +159,41 @@ pub fn diff_report(old: &Registry, new: &Registry, as_of: NaiveDate) -> String {
         }
     }
     s
+}
+
+/// Sample sales (short-term, long-term) the gains estimates are compared on.
+const GAINS_SAMPLES: [(i64, i64); 3] = [(10_000, 0), (0, 10_000), (0, 1_500_000)];
+
+fn gains_report(old: &Registry, new: &Registry, as_of: NaiveDate, s: &mut String) {
+    use crate::gains::estimate::{federal, state, Gains, Profile};
+    use crate::rules::schema::FILING_STATUSES;
+    use rust_decimal::Decimal;
+
+    let total = |v: &Value| v.get("total_tax").map(|t| t.to_string()).unwrap_or_else(|| "not estimated".into());
+    let mut lines = vec![];
+    let mut count = 0;
+    for (st, lt) in GAINS_SAMPLES {
+        let g = Gains { short_term: Decimal::from(st), long_term: Decimal::from(lt) };
+        let what = if st > 0 { format!("short_term={st}") } else { format!("long_term={lt}") };
+        for (fs, status) in FILING_STATUSES.iter().enumerate() {
+            let p = Profile { entity: None, filing_status: Some(fs), income: Some(Decimal::from(100_000)), state: None };
+            let (a, b) = (federal(&old.gains, g, &p, as_of), federal(&new.gains, g, &p, as_of));
+            count += 1;
+            if total(&a) != total(&b) {
+                lines.push(format!("  gains federal {status} income=100000 {what}: tax {} → {}", total(&a), total(&b)));
+            }
+        }
+        for (i, code) in STATES.iter().enumerate() {
+            let p = Profile { entity: None, filing_status: Some(0), income: Some(Decimal::from(100_000)), state: Some(i) };
+            let (a, b) = (state(&old.gains, g, &p, as_of), state(&new.gains, g, &p, as_of));
+            count += 1;
+            if total(&a) != total(&b) {
+                lines.push(format!("  gains state {code} single income=100000 {what}: tax {} → {}", total(&a), total(&b)));
+            }
+        }
+    }
+    for l in &lines {
+        let _ = writeln!(s, "{l}");
+    }
+    let _ = writeln!(s, "{} of {count} gains estimates change", lines.len());
 }
