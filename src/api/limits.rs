@@ -1,6 +1,8 @@
 //! The limiters: per-key burst, per-account monthly allowance, and the per-IP demo windows.
-//! Every count is an atomic upsert in the shared database (see `store::limits`), so several
-//! instances behind one PostgreSQL enforce one limit between them.
+//! Every count is reserved by an atomic upsert in the shared database (see `store::limits`: busy
+//! windows reserve a few units at a time while far from their limit), so several instances behind one
+//! PostgreSQL never grant more than a limit between them. The monthly allowance, which bills, is counted
+//! call by call.
 
 use chrono::{Datelike, NaiveDate, TimeZone, Utc};
 use poem::http::StatusCode;
@@ -41,8 +43,8 @@ impl AppState {
         let now = self.clock.now_ms();
         let window = now - now.rem_euclid(MINUTE_MS);
         let reset = window + MINUTE_MS;
-        let count = self.store.hit_counter(&format!("burst:{key_id}"), window, reset + MINUTE_MS).await?;
         let limit = self.limits.burst_per_minute;
+        let count = self.store.take_unit(&format!("burst:{key_id}"), window, reset + MINUTE_MS, limit).await?;
         set_header("X-RateLimit-Limit", limit);
         set_header("X-RateLimit-Remaining", (limit - count).max(0));
         set_header("X-RateLimit-Reset", reset / 1000);
@@ -90,8 +92,8 @@ impl AppState {
         let minute = now - now.rem_euclid(MINUTE_MS);
         let day_ms = 24 * 3600 * 1000;
         let day = now - now.rem_euclid(day_ms);
-        let per_minute = self.store.hit_counter(&format!("demo-minute:{ip}"), minute, minute + 2 * MINUTE_MS).await?;
-        let per_day = self.store.hit_counter(&format!("demo-day:{ip}"), day, day + 2 * day_ms).await?;
+        let per_minute = self.store.take_unit(&format!("demo-minute:{ip}"), minute, minute + 2 * MINUTE_MS, self.limits.demo_per_minute).await?;
+        let per_day = self.store.take_unit(&format!("demo-day:{ip}"), day, day + 2 * day_ms, self.limits.demo_per_day).await?;
         let limit = self.limits.demo_per_day;
         set_header("X-RateLimit-Limit", limit);
         set_header("X-RateLimit-Remaining", (limit - per_day).max(0));

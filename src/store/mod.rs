@@ -48,6 +48,8 @@ fn is_connection_error(e: &sea_orm::sqlx::Error) -> bool {
 #[derive(Clone)]
 pub struct Store {
     pub db: DatabaseConnection,
+    /// Limiter units this process has reserved (see `limits`).
+    pub leases: std::sync::Arc<limits::Leases>,
 }
 
 impl Store {
@@ -85,7 +87,7 @@ impl Store {
                 .busy_timeout(Duration::from_secs(10))
         });
         let db = Database::connect(opt).await?;
-        Ok(Store { db })
+        Ok(Store { db, leases: Default::default() })
     }
 
     pub fn backend(&self) -> DbBackend {

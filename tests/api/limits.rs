@@ -121,5 +121,31 @@ async fn two_instances_share_limits(app: TestApp) {
     assert_eq!(other.request("POST", "/api/v1/calculate", None, &ip, Some(&body)).await.status, 429);
 }
 
+async fn leased_units_never_exceed_the_limit(app: TestApp) {
+    // Far from the limit an instance reserves a lease: with 120 left, (120 − 64) / 4 = 14 units in one write.
+    // Instance A makes one call (units 1–14 reserved, unit 1 used) and goes idle; B then gets units 15–120:
+    // 106 calls, then 429 although A's 13 units are unused (refusing early, never granting more). A still
+    // spends its 13. Together: exactly 120.
+    let other = TestApp::on(app.db.clone(), app.backend, app.clock.clone()).await;
+    let a = app.signup("lease@example.com").await;
+    assert_eq!(app.post("/api/v1/calculate", Some(&a.key), &calc()).await.status, 200);
+    let mut b_ok = 0;
+    loop {
+        let r = other.post("/api/v1/calculate", Some(&a.key), &calc()).await;
+        if r.status != 200 {
+            assert_eq!(r.status, 429, "{}", r.text);
+            break;
+        }
+        b_ok += 1;
+    }
+    assert_eq!(b_ok, 106);
+    let mut a_ok = 1;
+    while app.post("/api/v1/calculate", Some(&a.key), &calc()).await.status == 200 {
+        a_ok += 1;
+    }
+    assert_eq!(a_ok + b_ok, 120);
+    assert_eq!(levy::store::limits::lease_size(120), 14);
+    assert_eq!((levy::store::limits::lease_size(64), levy::store::limits::lease_size(1_000_000)), (1, 16));
+}
 
-on_both!(keyed_burst_limit, monthly_allowance, demo_limits, two_instances_share_limits);
+on_both!(keyed_burst_limit, monthly_allowance, demo_limits, two_instances_share_limits, leased_units_never_exceed_the_limit);
