@@ -75,6 +75,9 @@ impl Store {
             .connect_timeout(Duration::from_secs(3))
             .acquire_timeout(Duration::from_secs(3))
             .connect_lazy(true)
+            // A SQLite file cannot drop a connection the way a server can; skipping the ping on every
+            // acquire saves a round trip to the connection's worker thread per query.
+            .test_before_acquire(!url.starts_with("sqlite"))
             .sqlx_logging(false);
         if let Some(schema) = schema {
             opt.set_schema_search_path(schema);
