@@ -27,11 +27,13 @@ use super::ledger::parse_since;
 use super::payload::{JsonBody, JsonText};
 use super::schema::gains::{CapitalGainsRates, Export1099Da, TradeBody, TradeList, TradeResult};
 use super::{ApiTags, AppState, API_VERSION};
+use crate::engine::determine::pct;
 use crate::engine::render::{money, num, DISCLAIMER};
 use crate::error_responses;
 use crate::gains::estimate::{self, Gains, Profile};
 use crate::gains::form1099da::{self, Disposition};
 use crate::gains::lots::pro_rata;
+use crate::gains::request::is_symbol;
 use crate::gains::{match_sell, parse_trade, quantity_text, wash, Lot, Method, Term, TradeRequest};
 use crate::rules::gains::StateGains;
 use crate::rules::registry::Dated;
@@ -166,8 +168,8 @@ fn wash_rule_view(rule: Option<&Dated<crate::rules::gains::WashSaleRule>>, class
     })
 }
 
-fn disposition_view(x: &disposition::Model) -> Value {
-    let (p, b, w, g) = form1099da::reported(&to_export(x));
+/// A disposition with its reported figures (from [`form1099da::reported`]).
+fn disposition_view(x: &disposition::Model, (p, b, w, g): (Decimal, Decimal, Decimal, Decimal)) -> Value {
     json!({
         "disposition_id": x.id,
         "lot_id": x.lot_id,
@@ -332,7 +334,7 @@ impl TradesApi {
         let mut errors = vec![];
         let symbol = asset_symbol.0.map(|x| x.to_ascii_uppercase());
         if let Some(sym) = &symbol {
-            if sym.is_empty() || sym.len() > 50 || !sym.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+            if !is_symbol(sym) {
                 errors.push(format!("asset_symbol: `{sym}` does not match ^[A-Za-z0-9._\\-]{{1,50}}$"));
             }
         }
@@ -521,10 +523,6 @@ fn state_rate_view(code: &str, entry: &Dated<StateGains>) -> Value {
         "citation": {"cite": entry.citation.cite, "url": entry.citation.url},
         "note": g.note,
     })
-}
-
-fn pct(x: Decimal) -> String {
-    format!("{}%", (x * Decimal::from(100)).normalize())
 }
 
 fn explain_state(code: &str, g: &StateGains) -> String {
@@ -907,6 +905,8 @@ impl AppState {
         // The consumed lots and the dispositions.
         let mut gains = Gains::default();
         let (mut basis_total, mut dis_total) = (Decimal::ZERO, Decimal::ZERO);
+        // Totals of the figures shown.
+        let mut shown = form1099da::Totals::default();
         let mut out = vec![];
         for (i, c) in consumed.iter().enumerate() {
             let l = &mut sold[i];
@@ -951,7 +951,9 @@ impl AppState {
             }
             basis_total += c.cost_basis;
             dis_total += disallowed[i];
-            out.push(disposition_view(&row));
+            let figures = form1099da::reported(&to_export(&row));
+            shown.add(figures);
+            out.push(disposition_view(&row, figures));
         }
         add(&mut pos.held_quantity, -req.quantity);
         add(&mut pos.remaining_basis, dis_total - basis_total);
@@ -961,9 +963,8 @@ impl AppState {
         pos.sells += 1;
         pos.last_sell_at = Some(pos.last_sell_at.map_or(req.trade_date.timestamp_millis(), |x| x.max(req.trade_date.timestamp_millis())));
 
-        // Totals are sums of the figures shown.
-        let sum = |k: &str| -> Decimal { out.iter().map(|v| v[k].to_string().parse::<Decimal>().unwrap_or_default()).sum() };
-        let (b, p, g, w, r) = (sum("cost_basis"), sum("proceeds"), sum("gain_or_loss"), sum("wash_sale_disallowed"), sum("realized_gain_or_loss"));
+        let (b, p, w, r) = (shown.cost_basis, shown.proceeds, shown.wash_sale_disallowed, shown.gain_or_loss);
+        let g = p - b;
         let terms: Vec<&str> = consumed.iter().map(|c| c.term.name()).collect();
         let holding = if terms.iter().all(|x| *x == terms[0]) { terms[0] } else { "mixed" };
         let profile = Profile { entity: req.tax_entity_type, filing_status: req.filing_status, income: req.estimated_annual_income, state: req.resident_state };

@@ -47,12 +47,24 @@ pub struct Totals {
 }
 
 impl Totals {
-    fn add(&mut self, proceeds: Decimal, basis: Decimal, wash: Decimal, gain: Decimal) {
+    /// Adds one disposition's reported figures (as [`reported`] gives them).
+    pub fn add(&mut self, (proceeds, basis, wash, gain): (Decimal, Decimal, Decimal, Decimal)) {
         self.count += 1;
         self.proceeds += proceeds;
         self.cost_basis += basis;
         self.wash_sale_disallowed += wash;
         self.gain_or_loss += gain;
+    }
+
+    /// Both sets of totals together.
+    pub fn plus(self, other: Totals) -> Totals {
+        Totals {
+            count: self.count + other.count,
+            proceeds: self.proceeds + other.proceeds,
+            cost_basis: self.cost_basis + other.cost_basis,
+            wash_sale_disallowed: self.wash_sale_disallowed + other.wash_sale_disallowed,
+            gain_or_loss: self.gain_or_loss + other.gain_or_loss,
+        }
     }
 
     fn write(&self, out: &mut String) {
@@ -105,7 +117,7 @@ pub fn render(year: i32, generated_at: &str, payer: &str, recipient: &str, dispo
             out.push(',');
         }
         let (p, b, w, g) = reported(&d);
-        totals[d.term as usize].add(p, b, w, g);
+        totals[d.term as usize].add((p, b, w, g));
         let _ = write!(
             out,
             "{{\"disposition_id\":{},\"trade_id\":{},\"lot_id\":{},\"asset_symbol\":{},\"asset_class\":{},\"exchange\":{},\
@@ -134,14 +146,8 @@ pub fn render(year: i32, generated_at: &str, payer: &str, recipient: &str, dispo
     totals[0].write(&mut out);
     out.push_str(",\"long_term\":");
     totals[1].write(&mut out);
-    let mut all = totals[0];
-    all.count += totals[1].count;
-    all.proceeds += totals[1].proceeds;
-    all.cost_basis += totals[1].cost_basis;
-    all.wash_sale_disallowed += totals[1].wash_sale_disallowed;
-    all.gain_or_loss += totals[1].gain_or_loss;
     out.push_str(",\"all\":");
-    all.write(&mut out);
+    totals[0].plus(totals[1]).write(&mut out);
     out.push_str("},\"box_notes\":{\"box_1a\":\"the DTIF digital-asset code is not known to the ledger; the broker supplies it\",\"box_1c\":\"units to 8 decimal places, as recorded\",\"box_1d\":\"the lot's acquisition date; a wash-sale replacement's holding period is longer (see box 6)\",\"box_1f\":\"net proceeds: gross less the sell fee\",\"box_1g\":\"cost including the buy fee, plus any disallowed wash-sale loss moved into the lot\",\"box_1i\":\"loss disallowed under IRC 1091 (stock and securities, including tokenized securities); stock and securities not in digital form are reported on Form 1099-B instead\",\"box_2\":\"nothing here has been reported to the IRS\",\"boxes_14_16\":\"state information is left to the broker\"}}");
     (out, totals)
 }

@@ -91,6 +91,11 @@ fn ranged(v: &mut Checker, obj: &Map<String, Value>, field: &str, required: bool
     Some(d)
 }
 
+/// An asset symbol: 1 to 50 of A–Z a–z 0–9 . _ - (^[A-Za-z0-9._\-]{1,50}$).
+pub fn is_symbol(s: &str) -> bool {
+    (1..=50).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
 /// Parses `trade_date`: RFC 3339 (`2026-03-15T14:30:00Z`, any offset) or a bare date (midnight UTC).
 pub fn parse_instant(s: &str) -> Option<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
@@ -105,7 +110,7 @@ pub fn parse_trade(body: &Value, now: DateTime<Utc>) -> Result<TradeRequest, Vec
     let Some(obj) = v.object(body, TRADE_FIELDS) else { return Err(v.errors) };
 
     let asset_symbol = v.text(obj, "asset_symbol", true, 1, 50).and_then(|s| {
-        if s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+        if is_symbol(&s) {
             Some(s.to_ascii_uppercase())
         } else {
             v.err("asset_symbol", "may hold only letters, digits, `.`, `_` and `-` (pattern ^[A-Za-z0-9._\\-]{1,50}$)");

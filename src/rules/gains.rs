@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use chrono::NaiveDate;
+use chrono::{Datelike, NaiveDate};
 use rust_decimal::Decimal;
 
 use super::check;
@@ -297,12 +297,15 @@ fn closed_years<T>(what: &str, list: &[Dated<T>], coverage_from: NaiveDate, d: &
     }
     check::dated_ranges(what, &mut ranges, Some(coverage_from), false, d);
     for x in list {
-        let whole_year = x.from.format("%m-%d").to_string() == "01-01" && x.to.map_or(false, |t| t.format("%m-%d").to_string() == "12-31" && t.format("%Y").to_string() == x.from.format("%Y").to_string());
+        let whole_year = (x.from.month(), x.from.day()) == (1, 1) && x.to.is_some_and(|t| (t.year(), t.month(), t.day()) == (x.from.year(), 12, 31));
         if !whole_year {
             d.push(Diagnostic::error("R405", Some(&x.span), format!("{what}: each entry covers one tax year, from January 1 to December 31 of that year")));
         }
     }
 }
+
+/// The keys of a treatment entry that describe a tax (all meaningless where the kind is none).
+const RATE_KEYS: &[&str] = &["structure", "rate", "short_term_rate", "long_term_rate", "long_term_exclusion", "long_term_cap", "gain_deduction", "short_term_taxed", "surtaxes"];
 
 fn state_file(node: &Node, stem: &str, coverage_from: NaiveDate, d: &mut Diags) -> Option<(usize, Vec<Dated<StateGains>>)> {
     let what = "a state gains file";
@@ -316,18 +319,8 @@ fn state_file(node: &Node, stem: &str, coverage_from: NaiveDate, d: &mut Diags) 
     if stem != STATES[idx] {
         d.push(Diagnostic::error("R304", Some(&code_node.span), format!("the file for `{}` must be named {}.yaml", STATES[idx], STATES[idx].to_lowercase())));
     }
-    let keys = [
-        "kind",
-        "structure",
-        "rate",
-        "short_term_rate",
-        "long_term_rate",
-        "long_term_exclusion",
-        "long_term_cap",
-        "gain_deduction",
-        "short_term_taxed",
-        "surtaxes",
-    ];
+    let mut keys = vec!["kind"];
+    keys.extend_from_slice(RATE_KEYS);
     let list = dated_list(&f, "treatment", what, &keys, &mut |e, d| state_entry(e, d), d)?;
     check::dated(&format!("{} gains treatment", STATES[idx]), &list, coverage_from, d);
     Some((idx, list))
@@ -342,7 +335,7 @@ fn state_entry(e: &Fields, d: &mut Diags) -> Option<StateGains> {
     };
     let note = e.opt_str("note", d);
     if kind == StateKind::None {
-        for k in ["structure", "rate", "short_term_rate", "long_term_rate", "long_term_exclusion", "long_term_cap", "gain_deduction", "short_term_taxed", "surtaxes"] {
+        for k in RATE_KEYS {
             if let Some(n) = e.get(k) {
                 d.push(Diagnostic::error("R122", Some(&n.span), format!("`{k}` means nothing where the kind is none")).with_help("a state without a tax on gains has no rates; remove the key"));
                 return None;
