@@ -126,7 +126,7 @@ async fn seeded() -> (TestClient<poem::endpoint::BoxEndpoint<'static>>, String, 
     let registry = Arc::new(load_dir(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("rules")).0.expect("rules check clean"));
     let clock = Clock::fixed(DateTime::parse_from_rfc3339("2026-11-21T10:00:00Z").unwrap().with_timezone(&Utc));
     let limits = Limits { burst_per_minute: i64::MAX / 4, ..Limits::default() };
-    let state = Arc::new(AppState { store, registry, clock, limits, data_key: DataKey::from_hex(&"ab".repeat(32)).unwrap() });
+    let state = Arc::new(AppState::new(store, registry, clock, limits, DataKey::from_hex(&"ab".repeat(32)).unwrap()));
     let client = TestClient::new(app(state.clone(), true).boxed());
     let signup = client
         .post("/api/v1/auth/signup")

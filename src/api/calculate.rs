@@ -1,30 +1,23 @@
 //! POST /api/v1/calculate, and the recording of a keyed calculation in the ledger (shared with ingest).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use chrono::{DateTime, Datelike, SecondsFormat, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 use poem_openapi::param::Header;
 use poem_openapi::{ApiResponse, OpenApi};
-use rust_decimal::prelude::ToPrimitive;
-use rust_decimal::Decimal;
-use sea_orm::{ConnectionTrait, TransactionTrait};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::auth::KeyOrDemo;
 use super::context::client_ip;
 use super::error::ApiError;
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::payload::{JsonBody, JsonText};
+use super::recorder::{Entry, RecordJob, Source};
 use super::schema::calculate::{CalculateRequest, Calculation};
-use super::{ApiTags, AppState, API_VERSION};
-use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
+use super::{ApiTags, AppState};
 use crate::engine::{determine, parse_request, render, Input, Request};
 use crate::error_responses;
-use crate::rules::schema::state_index;
-use crate::security::{new_id, new_ordered_id};
-use crate::store::entity::{entity, transaction};
-use crate::store::Store;
+use crate::security::new_id;
 
 pub struct CalculateApi(pub Arc<AppState>);
 
@@ -85,7 +78,14 @@ impl CalculateApi {
                 return Ok(CalculateResponse::Ok(JsonText::new(body)));
             }
         }
-        let result = s.keyed_calculation(&owner.entity, value, idem.as_deref()).await;
+        let result = match parse_live(value, "") {
+            Ok(live) => {
+                let entry = Entry { live, external_tx_id: None, metadata: None };
+                let job = RecordJob { account: owner.entity, entries: vec![entry], source: Source::Calculate { idempotency_key: idem.clone() }, now_ms: s.clock.now_ms() };
+                s.record(job).await.map(|r| r.response)
+            }
+            Err(errors) => Err(ApiError::invalid(errors)),
+        };
         if let (Err(_), Some(k)) = (&result, &idem) {
             s.release_idempotency_key(&entity_id, k).await;
         }
@@ -98,14 +98,6 @@ const DEMO_ONLY_FIELDS: &[&str] = &["nexus_override", "vendor_ytd_override"];
 
 pub fn iso(ms: i64) -> String {
     DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-fn micros(d: Decimal) -> i64 {
-    (d * Decimal::from(1_000_000)).round().to_i64().unwrap_or(i64::MAX)
-}
-
-fn from_micros(m: i64) -> Decimal {
-    Decimal::new(m, 6)
 }
 
 /// A validated live request: the engine's view plus the raw object to store.
@@ -134,13 +126,6 @@ pub fn parse_live(value: &Value, prefix: &str) -> Result<LiveRequest, Vec<String
     }
 }
 
-/// What a ledger row is recorded as, besides the calculation.
-pub struct RecordMeta {
-    pub source: &'static str,
-    pub external_tx_id: Option<String>,
-    pub metadata: Option<Map<String, Value>>,
-}
-
 impl AppState {
     async fn demo_calculation(&self, body: &JsonBody<CalculateRequest>) -> Result<CalculateResponse, ApiError> {
         self.check_demo(&client_ip()).await?;
@@ -163,92 +148,5 @@ impl AppState {
             );
         }
         Ok(CalculateResponse::Ok(JsonText::value(&out)))
-    }
-
-    /// The account's nexus as the engine takes it: `None` until the account has configured any.
-    pub async fn nexus_map(&self, account: &entity::Model) -> Result<Option<BTreeMap<usize, bool>>, ApiError> {
-        if !account.nexus_configured {
-            return Ok(None);
-        }
-        let rows = self.store.nexus_states(&account.id).await?;
-        Ok(Some(rows.iter().filter_map(|r| state_index(&r.state).map(|i| (i, r.has_nexus))).collect()))
-    }
-
-    async fn keyed_calculation(&self, account: &entity::Model, value: &Value, idem: Option<&str>) -> Result<String, ApiError> {
-        let live = parse_live(value, "").map_err(ApiError::invalid)?;
-        self.count_monthly_call(account).await?;
-        let nexus = self.nexus_map(account).await?;
-        let now_ms = self.clock.now_ms();
-        let txn = self.store.db.begin().await.map_err(ApiError::from)?;
-        let mut body = self.record(&txn, account, &live, nexus.as_ref(), now_ms, RecordMeta { source: "calculate", external_tx_id: None, metadata: None }).await?;
-        let alerts = self.nexus_alerts(&txn, account, nexus.as_ref(), now_ms).await?;
-        if !alerts.is_empty() {
-            if let Some(o) = body.as_object_mut() {
-                o.insert("nexus_alerts".into(), Value::Array(alerts));
-            }
-        }
-        let text = serde_json::to_string(&body).map_err(ApiError::internal)?;
-        if let Some(k) = idem {
-            Store::finish_idempotency_key(&txn, &account.id, k, 200, &text).await?;
-        }
-        txn.commit().await.map_err(ApiError::from)?;
-        Ok(text)
-    }
-
-    /// Determines and records one live calculation inside `conn`'s transaction: the counterparty's 1099 total
-    /// (read-modify-write as one upsert, so concurrent calls cannot lose a payment), the ledger row, and the
-    /// state's monthly revenue for nexus. Returns the full response body.
-    pub async fn record<C: ConnectionTrait>(&self, conn: &C, account: &entity::Model, live: &LiveRequest, nexus: Option<&BTreeMap<usize, bool>>, now_ms: i64, meta: RecordMeta) -> Result<Value, ApiError> {
-        let req = &live.request;
-        let today = DateTime::<Utc>::from_timestamp_millis(now_ms).unwrap_or_default().date_naive();
-        let amount_micros = micros(req.amount);
-        let ytd_after = Store::add_vendor_payment(conn, &account.id, &req.counterparty_id, today.year(), amount_micros).await?;
-        let prior = from_micros(ytd_after - amount_micros).normalize();
-        let input = Input { request: req, nexus, vendor_ytd: Some(prior), as_of: today };
-        let det = determine(&self.registry, &input).map_err(|e| ApiError::internal(format!("{e:?}")))?;
-        let id = new_ordered_id("tx", now_ms);
-        let mut body = render::full(&det);
-        if let Some(o) = body.as_object_mut() {
-            o.insert("transaction_id".into(), json!(id));
-            o.insert("timestamp".into(), json!(iso(now_ms)));
-            o.insert("entity_id".into(), json!(account.id));
-            o.insert("mode".into(), json!("live"));
-            o.insert("api_version".into(), json!(API_VERSION));
-        }
-        if det.role == "seller" && det.counts_toward_nexus_threshold != Some(false) {
-            let month = today.year() * 100 + today.month() as i32;
-            Store::add_state_revenue(conn, &account.id, det.buyer_state, month, amount_micros).await?;
-        }
-        let row = transaction::Model {
-            id,
-            entity_id: account.id.clone(),
-            created_at: now_ms,
-            role: det.role.to_string(),
-            buyer_state: det.buyer_state.to_string(),
-            counterparty_id: req.counterparty_id.clone(),
-            amount: req.amount.normalize().to_string(),
-            amount_micros,
-            total_tax: crate::engine::money::cents(det.total_tax).to_string(),
-            external_tx_id: meta.external_tx_id,
-            source: meta.source.to_string(),
-            metadata: meta.metadata.map(|m| Value::Object(m).to_string()),
-            request: live.raw.to_string(),
-            result: body.to_string(),
-        };
-        Store::insert_transaction(conn, row).await?;
-        Ok(body)
-    }
-
-    /// Alerts for every state at 80% or more of its threshold, from the revenue the account has recorded.
-    pub async fn nexus_alerts<C: ConnectionTrait>(&self, conn: &C, account: &entity::Model, nexus: Option<&BTreeMap<usize, bool>>, now_ms: i64) -> Result<Vec<Value>, ApiError> {
-        let today = DateTime::<Utc>::from_timestamp_millis(now_ms).unwrap_or_default().date_naive();
-        let rows = Store::state_revenue_since(conn, &account.id, nexus_alerts::earliest_month(today)).await?;
-        let revenue: Vec<MonthRevenue> = rows
-            .iter()
-            .filter_map(|r| state_index(&r.state).map(|state| MonthRevenue { state, month: r.month, sales: from_micros(r.sales_micros), transactions: r.tx_count }))
-            .collect();
-        let empty = BTreeMap::new();
-        let alerts = nexus_alerts::alerts(&self.registry, &revenue, nexus.unwrap_or(&empty), today);
-        Ok(alerts.iter().map(nexus_alerts::render).collect())
     }
 }

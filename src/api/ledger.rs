@@ -4,20 +4,19 @@ use std::sync::Arc;
 
 use poem_openapi::param::Query;
 use poem_openapi::{ApiResponse, OpenApi};
-use sea_orm::TransactionTrait;
 use serde_json::{json, Map, Value};
 
 use super::auth::KeyAuth;
-use super::calculate::{iso, parse_live, LiveRequest, RecordMeta};
+use super::calculate::{iso, parse_live, LiveRequest};
 use super::error::ApiError;
 use super::payload::{JsonBody, JsonText};
 use super::schema::ledger::{IngestBody, IngestResponse, TransactionList};
+use super::recorder::{Entry, EntryOutcome, RecordJob, Source};
 use super::{ApiTags, AppState};
 use crate::error_responses;
 use crate::rules::schema::state_index;
 use crate::store::entity::transaction;
 use crate::store::ledger::TransactionFilter;
-use crate::store::Store;
 use crate::validate::Checker;
 
 pub struct LedgerApi(pub Arc<AppState>);
@@ -172,29 +171,26 @@ impl LedgerApi {
         }
         let items: Vec<IngestItem> = items.into_iter().flatten().collect();
         // The same external id twice in one batch is the caller's retry folded in: the second is its duplicate.
-        s.count_monthly_call(&owner.entity).await?;
-        let nexus = s.nexus_map(&owner.entity).await?;
         let now_ms = s.clock.now_ms();
-        let txn = s.store.db.begin().await.map_err(ApiError::from)?;
+        let shown: Vec<(Option<String>, Option<Map<String, Value>>)> = items.iter().map(|i| (i.external_tx_id.clone(), i.metadata.clone())).collect();
+        let entries = items.into_iter().map(|i| Entry { live: i.live, external_tx_id: i.external_tx_id, metadata: i.metadata }).collect();
+        let recorded = s.record(RecordJob { account: owner.entity, entries, source: Source::Ingest, now_ms }).await?;
         let mut out = Vec::new();
         let (mut written, mut duplicates) = (0u32, 0u32);
-        for (i, item) in items.into_iter().enumerate() {
+        for (i, (outcome, (ext, metadata))) in recorded.entries.into_iter().zip(shown).enumerate() {
             let index = i as u32;
-            if let Some(ext) = &item.external_tx_id {
-                let existing = Store::transaction_by_external_id(&txn, &owner.entity.id, ext).await.map_err(ApiError::from)?;
-                if let Some(row) = existing {
+            match outcome {
+                EntryOutcome::Duplicate(row) => {
                     duplicates += 1;
                     out.push(record_view(&row, index));
-                    continue;
+                }
+                EntryOutcome::New { body } => {
+                    written += 1;
+                    let id = body.get("transaction_id").cloned().unwrap_or(Value::Null);
+                    out.push(ingested(index, &id, ext.as_deref(), false, now_ms, metadata.map(Value::Object).unwrap_or(Value::Null), body));
                 }
             }
-            let meta = RecordMeta { source: "ingest", external_tx_id: item.external_tx_id.clone(), metadata: item.metadata.clone() };
-            let body = s.record(&txn, &owner.entity, &item.live, nexus.as_ref(), now_ms, meta).await?;
-            written += 1;
-            let id = body.get("transaction_id").cloned().unwrap_or(Value::Null);
-            out.push(ingested(index, &id, item.external_tx_id.as_deref(), false, now_ms, item.metadata.map(Value::Object).unwrap_or(Value::Null), body));
         }
-        txn.commit().await.map_err(ApiError::from)?;
         let response = json!({"success": true, "count": out.len(), "written": written, "duplicates": duplicates, "records": out});
         let text = JsonText::value(&response);
         Ok(if written > 0 { IngestResponses::Created(text) } else { IngestResponses::Replayed(text) })

@@ -13,6 +13,7 @@ use super::error::{ApiError, ErrorCode};
 use super::plans::{plan, Overage};
 use super::AppState;
 use crate::store::entity::entity;
+use crate::store::limits::CounterHit;
 
 const MINUTE_MS: i64 = 60_000;
 
@@ -28,6 +29,24 @@ fn next_month_start_ms(now_ms: i64) -> i64 {
 
 fn ceil_seconds(ms: i64) -> i64 {
     (ms + 999) / 1000
+}
+
+/// The hit that counts one billable call (keyed calculate, ingest) in the account's month.
+pub fn monthly_call(account: &entity::Model, now_ms: i64) -> CounterHit {
+    CounterHit { name: format!("usage:{}", account.id), window_start: month_start_ms(now_ms), expires_at: next_month_start_ms(now_ms) + 31 * 24 * 3600 * 1000, n: 1 }
+}
+
+/// Whether the account's plan allows its `calls`-th call this month. Free: a hard cutoff (429 "Monthly limit
+/// reached"); paid plans serve it and meter it: the hit that records the overage.
+pub fn allowance(account: &entity::Model, now_ms: i64, calls: i64) -> Result<Option<CounterHit>, ApiError> {
+    let p = plan(&account.plan);
+    if calls <= p.monthly_calls {
+        return Ok(None);
+    }
+    match p.overage {
+        Overage::HardCutoff => Err(ApiError::rate_limited(format!("Monthly limit reached: the {} plan includes {} calls per month; upgrade to continue", p.name, p.monthly_calls))),
+        Overage::Meter(_) => Ok(Some(CounterHit { name: format!("overage:{}", account.id), ..monthly_call(account, now_ms) })),
+    }
 }
 
 /// What an account has used this month.
@@ -51,26 +70,6 @@ impl AppState {
         if count > limit {
             set_header("Retry-After", ceil_seconds(reset - now).max(1));
             return Err(ApiError::rate_limited(format!("rate limit of {limit} requests per 60 seconds for this key exceeded; retry after the window resets")));
-        }
-        Ok(())
-    }
-
-    /// Counts a billable call against the account's plan. Free: hard cutoff; paid: metered overage.
-    pub async fn count_monthly_call(&self, account: &entity::Model) -> Result<(), ApiError> {
-        let now = self.clock.now_ms();
-        let month = month_start_ms(now);
-        let expires = next_month_start_ms(now) + 31 * 24 * 3600 * 1000;
-        let calls = self.store.hit_counter(&format!("usage:{}", account.id), month, expires).await?;
-        let p = plan(&account.plan);
-        if calls > p.monthly_calls {
-            match p.overage {
-                Overage::HardCutoff => {
-                    return Err(ApiError::rate_limited(format!("Monthly limit reached: the {} plan includes {} calls per month; upgrade to continue", p.name, p.monthly_calls)));
-                }
-                Overage::Meter(_) => {
-                    self.store.hit_counter(&format!("overage:{}", account.id), month, expires).await?;
-                }
-            }
         }
         Ok(())
     }

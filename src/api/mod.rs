@@ -17,6 +17,7 @@ mod health;
 mod keys;
 mod ledger;
 mod nexus;
+mod recorder;
 mod trades;
 
 use std::collections::HashMap;
@@ -38,6 +39,14 @@ pub struct AppState {
     pub clock: Clock,
     pub limits: Limits,
     pub data_key: DataKey,
+    /// Batches keyed calculations and ingested records into shared ledger transactions.
+    pub recorder: recorder::Recorder,
+}
+
+impl AppState {
+    pub fn new(store: Store, registry: Arc<Registry>, clock: Clock, limits: Limits, data_key: DataKey) -> AppState {
+        AppState { store, registry, clock, limits, data_key, recorder: recorder::recorder() }
+    }
 }
 
 #[derive(Tags)]

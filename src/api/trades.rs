@@ -595,7 +595,7 @@ impl AppState {
 
     async fn record_trade(&self, account: &entity::Model, req: &TradeRequest, raw: &Value, idem: Option<&str>) -> Result<String, ApiError> {
         let now_ms = self.clock.now_ms();
-        let txn = self.store.db.begin().await.map_err(ApiError::from)?;
+        let txn = self.store.writer.begin().await.map_err(ApiError::from)?;
         let mut pos = Store::lock_position(&txn, &account.id, &req.asset_symbol, now_ms).await?;
         let trade_ms = req.trade_date.timestamp_millis();
         if let Some(last) = pos.last_sell_at {

@@ -32,16 +32,15 @@ impl Store {
         Ok(entity::Entity::find_by_id(id.to_string()).one(&self.db).await?)
     }
 
-    /// The owner of an unrevoked key with this SHA-256.
+    /// The owner of an unrevoked key with this SHA-256 (one query).
     pub async fn key_owner(&self, key_hash: &str) -> Result<Option<KeyOwner>, StoreError> {
-        let key = api_key::Entity::find()
+        let found = api_key::Entity::find()
+            .find_also_related(entity::Entity)
             .filter(api_key::Column::KeyHash.eq(key_hash))
             .filter(api_key::Column::RevokedAt.is_null())
             .one(&self.db)
             .await?;
-        let Some(key) = key else { return Ok(None) };
-        let owner = self.entity_by_id(&key.entity_id).await?;
-        Ok(owner.map(|entity| KeyOwner { key_id: key.id, entity }))
+        Ok(found.and_then(|(key, owner)| owner.map(|entity| KeyOwner { key_id: key.id, entity })))
     }
 
     pub async fn insert_key(&self, key: api_key::Model) -> Result<(), StoreError> {

@@ -37,14 +37,14 @@ impl Store {
             created_at: Set(now),
             expires_at: Set(now + ttl_ms),
         };
-        match idempotency::Entity::insert(row).exec_without_returning(&self.db).await {
+        match idempotency::Entity::insert(row).exec_without_returning(&self.writer).await {
             Ok(_) => return Ok(Claim::Started),
             Err(e) => match StoreError::from(e) {
                 StoreError::Conflict(_) => {}
                 other => return Err(other),
             },
         }
-        let Some(existing) = idempotency::Entity::find_by_id((entity_id.to_string(), key.to_string())).one(&self.db).await? else {
+        let Some(existing) = idempotency::Entity::find_by_id((entity_id.to_string(), key.to_string())).one(&self.writer).await? else {
             // Deleted between our insert and read (an abandoned attempt): the caller may try again.
             return Ok(Claim::InProgress);
         };
@@ -62,7 +62,7 @@ impl Store {
                 .filter(Column::Key.eq(key))
                 .filter(Column::CreatedAt.eq(existing.created_at))
                 .filter(Column::State.eq(existing.state.as_str()))
-                .exec(&self.db)
+                .exec(&self.writer)
                 .await?;
             return Ok(if taken.rows_affected == 1 { Claim::Started } else { Claim::InProgress });
         }
@@ -94,7 +94,7 @@ impl Store {
             .filter(Column::EntityId.eq(entity_id))
             .filter(Column::Key.eq(key))
             .filter(Column::State.eq(IN_PROGRESS))
-            .exec(&self.db)
+            .exec(&self.writer)
             .await?;
         Ok(())
     }

@@ -1,6 +1,8 @@
 //! The transaction ledger and the running totals that move with it (1099 per counterparty, revenue per state).
 
-use sea_orm::sea_query::{Expr, OnConflict};
+use std::collections::{BTreeMap, HashMap};
+
+use sea_orm::sea_query::{Alias, Expr, OnConflict};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set};
 
 use super::entity::{state_revenue, transaction, vendor_ytd};
@@ -14,44 +16,83 @@ pub struct TransactionFilter {
     pub limit: u64,
 }
 
+/// A payment to a counterparty in a tax year (micro-dollars).
+pub struct Payment<'a> {
+    pub entity_id: &'a str,
+    pub counterparty_id: &'a str,
+    pub tax_year: i32,
+    pub micros: i64,
+}
+
+/// A seller's sale into a state in a month (yyyymm).
+pub struct Sale<'a> {
+    pub entity_id: &'a str,
+    pub state: &'a str,
+    pub month: i32,
+    pub micros: i64,
+}
+
 impl Store {
-    /// Adds a payment to the counterparty's total for the tax year and returns the new total (micro-dollars).
-    pub async fn add_vendor_payment<C: ConnectionTrait>(conn: &C, entity_id: &str, counterparty_id: &str, tax_year: i32, micros: i64) -> Result<i64, StoreError> {
+    /// Adds payments to their counterparties' totals for the tax year with one upsert (read-modify-write in the
+    /// database, so concurrent writers cannot lose a payment; rows in key order, so they lock in one order) and
+    /// returns, for each payment in the order given, the total before it (micro-dollars).
+    pub async fn add_vendor_payments<C: ConnectionTrait>(conn: &C, payments: &[Payment<'_>]) -> Result<Vec<i64>, StoreError> {
         use vendor_ytd::Column as C_;
-        let row = vendor_ytd::ActiveModel {
-            entity_id: Set(entity_id.into()),
-            counterparty_id: Set(counterparty_id.into()),
-            tax_year: Set(tax_year),
-            total_micros: Set(micros),
-            payments: Set(1),
-        };
-        let model = vendor_ytd::Entity::insert(row)
+        if payments.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sums: BTreeMap<(&str, &str, i32), (i64, i64)> = BTreeMap::new();
+        for p in payments {
+            let e = sums.entry((p.entity_id, p.counterparty_id, p.tax_year)).or_insert((0, 0));
+            e.0 += p.micros;
+            e.1 += 1;
+        }
+        let rows = sums.iter().map(|((entity_id, counterparty_id, tax_year), (micros, n))| vendor_ytd::ActiveModel {
+            entity_id: Set(entity_id.to_string()),
+            counterparty_id: Set(counterparty_id.to_string()),
+            tax_year: Set(*tax_year),
+            total_micros: Set(*micros),
+            payments: Set(*n),
+        });
+        let models = vendor_ytd::Entity::insert_many(rows)
             .on_conflict(
                 OnConflict::columns([C_::EntityId, C_::CounterpartyId, C_::TaxYear])
-                    .value(C_::TotalMicros, Expr::col((vendor_ytd::Entity, C_::TotalMicros)).add(micros))
-                    .value(C_::Payments, Expr::col((vendor_ytd::Entity, C_::Payments)).add(1))
+                    .value(C_::TotalMicros, Expr::col((vendor_ytd::Entity, C_::TotalMicros)).add(Expr::col((Alias::new("excluded"), C_::TotalMicros))))
+                    .value(C_::Payments, Expr::col((vendor_ytd::Entity, C_::Payments)).add(Expr::col((Alias::new("excluded"), C_::Payments))))
                     .to_owned(),
             )
-            .exec_with_returning(conn)
+            .exec_with_returning_many(conn)
             .await?;
-        Ok(model.total_micros)
+        let finals: HashMap<(String, String, i32), i64> = models.into_iter().map(|m| ((m.entity_id, m.counterparty_id, m.tax_year), m.total_micros)).collect();
+        let additions: Vec<((String, String, i32), i64)> = payments.iter().map(|p| ((p.entity_id.to_string(), p.counterparty_id.to_string(), p.tax_year), p.micros)).collect();
+        let after = super::running_totals(&additions, &finals);
+        Ok(after.iter().zip(payments).map(|(total, p)| total - p.micros).collect())
     }
 
-    /// Adds a sale to the state's revenue for the month (yyyymm).
-    pub async fn add_state_revenue<C: ConnectionTrait>(conn: &C, entity_id: &str, state: &str, month: i32, micros: i64) -> Result<(), StoreError> {
+    /// Adds sales to the states' monthly revenue with one upsert (rows in key order).
+    pub async fn add_state_revenues<C: ConnectionTrait>(conn: &C, sales: &[Sale<'_>]) -> Result<(), StoreError> {
         use state_revenue::Column as C_;
-        let row = state_revenue::ActiveModel {
-            entity_id: Set(entity_id.into()),
-            state: Set(state.into()),
-            month: Set(month),
-            sales_micros: Set(micros),
-            tx_count: Set(1),
-        };
-        state_revenue::Entity::insert(row)
+        if sales.is_empty() {
+            return Ok(());
+        }
+        let mut sums: BTreeMap<(&str, &str, i32), (i64, i64)> = BTreeMap::new();
+        for s in sales {
+            let e = sums.entry((s.entity_id, s.state, s.month)).or_insert((0, 0));
+            e.0 += s.micros;
+            e.1 += 1;
+        }
+        let rows = sums.iter().map(|((entity_id, state, month), (micros, n))| state_revenue::ActiveModel {
+            entity_id: Set(entity_id.to_string()),
+            state: Set(state.to_string()),
+            month: Set(*month),
+            sales_micros: Set(*micros),
+            tx_count: Set(*n),
+        });
+        state_revenue::Entity::insert_many(rows)
             .on_conflict(
                 OnConflict::columns([C_::EntityId, C_::State, C_::Month])
-                    .value(C_::SalesMicros, Expr::col((state_revenue::Entity, C_::SalesMicros)).add(micros))
-                    .value(C_::TxCount, Expr::col((state_revenue::Entity, C_::TxCount)).add(1))
+                    .value(C_::SalesMicros, Expr::col((state_revenue::Entity, C_::SalesMicros)).add(Expr::col((Alias::new("excluded"), C_::SalesMicros))))
+                    .value(C_::TxCount, Expr::col((state_revenue::Entity, C_::TxCount)).add(Expr::col((Alias::new("excluded"), C_::TxCount))))
                     .to_owned(),
             )
             .exec_without_returning(conn)
@@ -59,26 +100,33 @@ impl Store {
         Ok(())
     }
 
-    /// Monthly revenue buckets from `from_month` (yyyymm) on.
-    pub async fn state_revenue_since<C: ConnectionTrait>(conn: &C, entity_id: &str, from_month: i32) -> Result<Vec<state_revenue::Model>, StoreError> {
+    /// Monthly revenue buckets of these accounts from `from_month` (yyyymm) on.
+    pub async fn state_revenue_of<C: ConnectionTrait>(conn: &C, entity_ids: &[&str], from_month: i32) -> Result<Vec<state_revenue::Model>, StoreError> {
         Ok(state_revenue::Entity::find()
-            .filter(state_revenue::Column::EntityId.eq(entity_id))
+            .filter(state_revenue::Column::EntityId.is_in(entity_ids.iter().copied()))
             .filter(state_revenue::Column::Month.gte(from_month))
             .all(conn)
             .await?)
     }
 
-    pub async fn insert_transaction<C: ConnectionTrait>(conn: &C, row: transaction::Model) -> Result<(), StoreError> {
-        let am: transaction::ActiveModel = row.into();
-        transaction::Entity::insert(am).exec_without_returning(conn).await?;
+    /// Writes ledger rows with one insert.
+    pub async fn insert_transactions<C: ConnectionTrait>(conn: &C, rows: Vec<transaction::Model>) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        transaction::Entity::insert_many(rows.into_iter().map(transaction::ActiveModel::from)).exec_without_returning(conn).await?;
         Ok(())
     }
 
-    pub async fn transaction_by_external_id<C: ConnectionTrait>(conn: &C, entity_id: &str, external_tx_id: &str) -> Result<Option<transaction::Model>, StoreError> {
+    /// The account's ledger rows with any of these external ids.
+    pub async fn transactions_by_external_ids<C: ConnectionTrait>(conn: &C, entity_id: &str, external_tx_ids: &[&str]) -> Result<Vec<transaction::Model>, StoreError> {
+        if external_tx_ids.is_empty() {
+            return Ok(Vec::new());
+        }
         Ok(transaction::Entity::find()
             .filter(transaction::Column::EntityId.eq(entity_id))
-            .filter(transaction::Column::ExternalTxId.eq(external_tx_id))
-            .one(conn)
+            .filter(transaction::Column::ExternalTxId.is_in(external_tx_ids.iter().copied()))
+            .all(conn)
             .await?)
     }
 

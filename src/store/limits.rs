@@ -9,10 +9,11 @@
 //! instance still holds when the window ends are counted but unused: at most `MAX_LEASE` per instance
 //! and window, always on the side of refusing early, never of granting more.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use sea_orm::sea_query::{Expr, OnConflict};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, Set};
+use sea_orm::sea_query::{Alias, Expr, OnConflict};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
+
 
 use super::entity::counter::{self, Column};
 use super::{Store, StoreError};
@@ -30,6 +31,17 @@ struct Lease {
     window: i64,
     next: i64,
     end: i64,
+}
+
+/// Counter additions waiting to be written together, each answered with its count.
+pub type CounterBatches = super::group::Group<CounterHit, Result<i64, StoreError>>;
+
+/// One addition to a counter window (see [`Store::hit_counters`]).
+pub struct CounterHit {
+    pub name: String,
+    pub window_start: i64,
+    pub expires_at: i64,
+    pub n: i64,
 }
 
 /// How many units to reserve when `remaining` were left at the last look.
@@ -68,20 +80,55 @@ impl Store {
         Ok(first)
     }
 
-    /// Adds one to the counter `name` for the window starting at `window_start` and returns the new count.
-    /// A single INSERT … ON CONFLICT DO UPDATE … RETURNING, atomic on SQLite and PostgreSQL alike.
-    pub async fn hit_counter(&self, name: &str, window_start: i64, expires_at: i64) -> Result<i64, StoreError> {
-        self.hit_counter_by(name, window_start, expires_at, 1).await
+    /// Adds `n` to the counter and returns the new count, atomically. Concurrent calls are written together,
+    /// as one upsert (see `group`).
+    pub async fn hit_counter_by(&self, name: &str, window_start: i64, expires_at: i64, n: i64) -> Result<i64, StoreError> {
+        let store = self.clone();
+        let hit = CounterHit { name: name.to_string(), window_start, expires_at, n };
+        let applied = self
+            .counter_batches
+            .submit(hit, move |hits| {
+                let store = store.clone();
+                async move {
+                    match Store::hit_counters(&store.writer, &hits).await {
+                        Ok(counts) => counts.into_iter().map(Ok).collect(),
+                        Err(e) => hits.iter().map(|_| Err(e.clone())).collect(),
+                    }
+                }
+            })
+            .await;
+        applied.unwrap_or_else(|| Err(StoreError::Other("the counter batch failed".into())))
     }
 
-    /// Adds `n` to the counter and returns the new count, atomically.
-    pub async fn hit_counter_by(&self, name: &str, window_start: i64, expires_at: i64, n: i64) -> Result<i64, StoreError> {
-        let row = counter::ActiveModel { name: Set(name.to_string()), window_start: Set(window_start), count: Set(n), expires_at: Set(expires_at) };
-        let model = counter::Entity::insert(row)
-            .on_conflict(OnConflict::columns([Column::Name, Column::WindowStart]).value(Column::Count, Expr::col((counter::Entity, Column::Count)).add(n)).to_owned())
-            .exec_with_returning(&self.db)
+    /// Adds every hit inside `conn`'s transaction with one upsert (hits on the same window summed first, windows
+    /// in key order so that concurrent writers lock rows in one order) and returns, for each hit in the order
+    /// given, the count just after it.
+    pub async fn hit_counters<C: ConnectionTrait>(conn: &C, hits: &[CounterHit]) -> Result<Vec<i64>, StoreError> {
+        if hits.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sums: BTreeMap<(&str, i64), (i64, i64)> = BTreeMap::new();
+        for h in hits {
+            let e = sums.entry((h.name.as_str(), h.window_start)).or_insert((0, h.expires_at));
+            e.0 += h.n;
+        }
+        let rows = sums.iter().map(|((name, window_start), (n, expires_at))| counter::ActiveModel {
+            name: Set(name.to_string()),
+            window_start: Set(*window_start),
+            count: Set(*n),
+            expires_at: Set(*expires_at),
+        });
+        let models = counter::Entity::insert_many(rows)
+            .on_conflict(
+                OnConflict::columns([Column::Name, Column::WindowStart])
+                    .value(Column::Count, Expr::col((counter::Entity, Column::Count)).add(Expr::col((Alias::new("excluded"), Column::Count))))
+                    .to_owned(),
+            )
+            .exec_with_returning_many(conn)
             .await?;
-        Ok(model.count)
+        let finals: HashMap<(String, i64), i64> = models.into_iter().map(|m| ((m.name, m.window_start), m.count)).collect();
+        let additions: Vec<((String, i64), i64)> = hits.iter().map(|h| ((h.name.clone(), h.window_start), h.n)).collect();
+        Ok(super::running_totals(&additions, &finals))
     }
 
     /// The current count of a window, without adding to it.

@@ -4,6 +4,7 @@
 pub mod accounts;
 pub mod entity;
 pub mod gains;
+pub mod group;
 pub mod idempotency;
 pub mod ledger;
 pub mod limits;
@@ -15,7 +16,7 @@ use levy_migrations::{Migrator, MigratorTrait};
 use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, SqlErr, Statement};
 
 /// What the API needs to know about a storage failure.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database unavailable: {0}")]
     Unavailable(String),
@@ -45,11 +46,35 @@ fn is_connection_error(e: &sea_orm::sqlx::Error) -> bool {
     matches!(e, E::Io(_) | E::PoolTimedOut | E::PoolClosed | E::WorkerCrashed | E::Tls(_))
 }
 
+/// For additions applied together as one sum per key: the running total just after each addition, in the
+/// order given, from each key's total after all of them. What applying them one by one would have seen.
+pub fn running_totals<K: std::hash::Hash + Eq + Clone>(additions: &[(K, i64)], finals: &std::collections::HashMap<K, i64>) -> Vec<i64> {
+    let mut later: std::collections::HashMap<K, i64> = std::collections::HashMap::new();
+    let mut out = vec![0; additions.len()];
+    for (i, (key, n)) in additions.iter().enumerate().rev() {
+        let after_this = later.entry(key.clone()).or_insert(0);
+        out[i] = finals.get(key).copied().unwrap_or(0) - *after_this;
+        *after_this += n;
+    }
+    out
+}
+
+/// Batches of writes (see `group`) applied at once on PostgreSQL; SQLite, with one writer, takes one.
+pub const CONCURRENT_BATCHES: usize = 2;
+
 #[derive(Clone)]
 pub struct Store {
+    /// Reads, and writes that are not on a hot path.
     pub db: DatabaseConnection,
+    /// Write transactions on a hot path: the ledger batches, limiter counters, idempotency keys, trades.
+    /// On SQLite, which takes one writer at a time, this is a pool of one connection, so writers queue here
+    /// in order instead of in SQLite's busy handler (which sleeps and retries); on PostgreSQL it is `db`.
+    /// Code holding a transaction on it must not wait for another of its connections.
+    pub writer: DatabaseConnection,
     /// Limiter units this process has reserved (see `limits`).
     pub leases: std::sync::Arc<limits::Leases>,
+    /// Limiter reservations waiting to be written together (see `limits`).
+    pub counter_batches: std::sync::Arc<limits::CounterBatches>,
 }
 
 impl Store {
@@ -69,28 +94,34 @@ impl Store {
                 }
             }
         }
-        let mut opt = ConnectOptions::new(url.to_string());
-        opt.max_connections(if url.starts_with("sqlite") { 8 } else { 16 })
-            .min_connections(0)
-            .connect_timeout(Duration::from_secs(3))
-            .acquire_timeout(Duration::from_secs(3))
-            .connect_lazy(true)
-            // A SQLite file cannot drop a connection the way a server can; skipping the ping on every
-            // acquire saves a round trip to the connection's worker thread per query.
-            .test_before_acquire(!url.starts_with("sqlite"))
-            .sqlx_logging(false);
-        if let Some(schema) = schema {
-            opt.set_schema_search_path(schema);
-        }
-        // WAL with synchronous=NORMAL: commits append to the log without an fsync each (the database
-        // cannot be corrupted; a power cut may lose the last commits). Writers queue on busy_timeout.
-        opt.map_sqlx_sqlite_opts(|o| {
-            o.journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
-                .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Normal)
-                .busy_timeout(Duration::from_secs(10))
-        });
-        let db = Database::connect(opt).await?;
-        Ok(Store { db, leases: Default::default() })
+        let sqlite = url.starts_with("sqlite");
+        let options = |max_connections: u32| {
+            let mut opt = ConnectOptions::new(url.to_string());
+            opt.max_connections(max_connections)
+                .min_connections(0)
+                .connect_timeout(Duration::from_secs(3))
+                .acquire_timeout(Duration::from_secs(if sqlite && max_connections == 1 { 10 } else { 3 }))
+                .connect_lazy(true)
+                // A SQLite file cannot drop a connection the way a server can; skipping the ping on every
+                // acquire saves a round trip to the connection's worker thread per query.
+                .test_before_acquire(!sqlite)
+                .sqlx_logging(false);
+            if let Some(schema) = schema {
+                opt.set_schema_search_path(schema);
+            }
+            // WAL with synchronous=NORMAL: commits append to the log without an fsync each (the database
+            // cannot be corrupted; a power cut may lose the last commits). Writers queue on busy_timeout.
+            opt.map_sqlx_sqlite_opts(|o| {
+                o.journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
+                    .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Normal)
+                    .busy_timeout(Duration::from_secs(10))
+            });
+            opt
+        };
+        let db = Database::connect(options(if sqlite { 8 } else { 16 })).await?;
+        // (An in-memory SQLite database belongs to its connection: a second pool would open another one.)
+        let writer = if sqlite && !url.contains("memory") { Database::connect(options(1)).await? } else { db.clone() };
+        Ok(Store { db, writer, leases: Default::default(), counter_batches: std::sync::Arc::new(group::Group::new(256, 1)) })
     }
 
     pub fn backend(&self) -> DbBackend {

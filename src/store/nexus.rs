@@ -21,6 +21,11 @@ impl Store {
             .await?)
     }
 
+    /// The nexus settings of several accounts, in one query.
+    pub async fn nexus_states_of<C: sea_orm::ConnectionTrait>(conn: &C, entity_ids: &[&str]) -> Result<Vec<nexus_state::Model>, StoreError> {
+        Ok(nexus_state::Entity::find().filter(nexus_state::Column::EntityId.is_in(entity_ids.iter().copied())).all(conn).await?)
+    }
+
     /// Writes only the states given; the others keep what they had. Marks the account as configured.
     pub async fn merge_nexus(&self, entity_id: &str, entries: &[NexusEntry], now: i64) -> Result<(), StoreError> {
         let txn = self.db.begin().await?;

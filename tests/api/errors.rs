@@ -68,7 +68,7 @@ async fn database_unreachable_is_503(app: TestApp) {
     let a = app.signup("db@example.com").await;
     // A second instance whose database does not answer (nothing listens on port 1).
     let store = levy::store::Store::connect("postgres://postgres@127.0.0.1:1/none").await.unwrap();
-    let state = std::sync::Arc::new(AppState { store, registry: app.state.registry.clone(), clock: app.clock.clone(), limits: Default::default(), data_key: app.state.data_key.clone() });
+    let state = std::sync::Arc::new(AppState::new(store, app.state.registry.clone(), app.clock.clone(), Default::default(), app.state.data_key.clone()));
     let client = poem::test::TestClient::new(build(state, true).boxed());
     let resp = client.get("/api/v1/health").send().await;
     resp.assert_status(poem::http::StatusCode::SERVICE_UNAVAILABLE);

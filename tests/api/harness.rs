@@ -133,7 +133,7 @@ impl TestApp {
     pub async fn on(db: Arc<Db>, backend: Backend, clock: Clock) -> TestApp {
         let store = db.store().await;
         store.migrate().await.unwrap();
-        let state = Arc::new(AppState { store, registry: registry(), clock: clock.clone(), limits: Limits::default(), data_key: DataKey::from_hex(&"ab".repeat(32)).unwrap() });
+        let state = Arc::new(AppState::new(store, registry(), clock.clone(), Limits::default(), DataKey::from_hex(&"ab".repeat(32)).unwrap()));
         let client = Arc::new(TestClient::new(app(state.clone(), true).boxed()));
         TestApp { state, client, clock, backend, db }
     }

@@ -16,6 +16,15 @@ pub struct Model {
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
+pub enum Relation {
+    #[sea_orm(belongs_to = "super::entity::Entity", from = "Column::EntityId", to = "super::entity::Column::Id")]
+    Entity,
+}
+
+impl Related<super::entity::Entity> for Entity {
+    fn to() -> RelationDef {
+        Relation::Entity.def()
+    }
+}
 
 impl ActiveModelBehavior for ActiveModel {}

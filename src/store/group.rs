@@ -1,0 +1,122 @@
+//! Group commit: writes that arrive while a batch is being applied wait and go into the next batch, so
+//! a busy instance applies many requests' writes in one database transaction with a fixed number of
+//! statements, instead of one transaction (and its lock, round trips and commit) per request.
+//!
+//! There is no background task to start or stop. Each caller queues its job and then either receives
+//! its result or, when fewer than the allowed number of batches are running, leads: it takes what is
+//! queued (its own job among it, oldest first) and applies it. The number of concurrent batches is the
+//! caller's choice (one fits SQLite's single writer, and writes that meet on the same rows). The batch runs in a task of its own, so a caller that goes away (a
+//! dropped connection) never aborts the others' writes. An idle instance applies a lone job at once,
+//! as a batch of one; under load, batches grow with the number of requests waiting.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+pub struct Group<J, R> {
+    queue: Mutex<Vec<(J, oneshot::Sender<R>)>>,
+    lead: Arc<tokio::sync::Semaphore>,
+    max_batch: usize,
+}
+
+impl<J: Send + 'static, R: Send + 'static> Group<J, R> {
+    /// A group whose batches hold at most `max_batch` jobs, with at most `concurrent` batches applied at once.
+    pub fn new(max_batch: usize, concurrent: usize) -> Self {
+        Group { queue: Mutex::new(Vec::new()), lead: Arc::new(tokio::sync::Semaphore::new(concurrent.max(1))), max_batch: max_batch.max(1) }
+    }
+
+    /// Applies `job` in a batch with whatever else is waiting. `apply` takes a batch and returns one result
+    /// per job, in order. `None` when the batch that held the job failed without results (a panic).
+    pub async fn submit<F, Fut>(&self, job: J, apply: F) -> Option<R>
+    where
+        F: Fn(Vec<J>) -> Fut,
+        Fut: Future<Output = Vec<R>> + Send + 'static,
+    {
+        let (tx, mut rx) = oneshot::channel();
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).push((job, tx));
+        loop {
+            let guard = tokio::select! {
+                biased;
+                result = &mut rx => return result.ok(),
+                permit = self.lead.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => return None,
+                },
+            };
+            // The batch before may have carried this job; its result is then already here.
+            match rx.try_recv() {
+                Ok(result) => return Some(result),
+                Err(oneshot::error::TryRecvError::Closed) => return None,
+                Err(oneshot::error::TryRecvError::Empty) => {}
+            }
+            let batch: Vec<(J, oneshot::Sender<R>)> = {
+                let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+                let n = q.len().min(self.max_batch);
+                q.drain(..n).collect()
+            };
+            if batch.is_empty() {
+                // Another leader took this job; its batch will answer.
+                drop(guard);
+                return rx.await.ok();
+            }
+            let (jobs, senders): (Vec<J>, Vec<oneshot::Sender<R>>) = batch.into_iter().unzip();
+            let applying = apply(jobs);
+            // The results are sent before the lead is released, so every waiter of this batch is answered
+            // before the next leader looks at the queue.
+            let _ = tokio::spawn(async move {
+                let results = applying.await;
+                for (sender, result) in senders.into_iter().zip(results) {
+                    let _ = sender.send(result);
+                }
+                drop(guard);
+            })
+            .await;
+            // This job was in that batch unless more than `max_batch` were queued ahead of it; then it waits again.
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_job_gets_its_own_result_and_batches_form_under_load() {
+        let group = Arc::new(Group::<u32, u32>::new(8, 2));
+        let batches = Arc::new(AtomicUsize::new(0));
+        let mut handles = Vec::new();
+        for i in 0..200u32 {
+            let (group, batches) = (group.clone(), batches.clone());
+            handles.push(tokio::spawn(async move {
+                group
+                    .submit(i, |jobs: Vec<u32>| {
+                        let batches = batches.clone();
+                        async move {
+                            assert!(jobs.len() <= 8);
+                            batches.fetch_add(1, Ordering::SeqCst);
+                            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                            jobs.iter().map(|j| j * 10).collect()
+                        }
+                    })
+                    .await
+            }));
+        }
+        for (i, h) in handles.into_iter().enumerate() {
+            assert_eq!(h.await.unwrap(), Some(i as u32 * 10));
+        }
+        let n = batches.load(Ordering::SeqCst);
+        // 200 jobs arriving together cannot go one by one: at least 200/8 batches, and far fewer than 200.
+        assert!((25..200).contains(&n), "{n} batches");
+    }
+
+    #[tokio::test]
+    async fn a_failed_batch_answers_none() {
+        let group = Group::<u32, u32>::new(4, 1);
+        let r = group.submit(1, |_jobs| async { Option::<Vec<u32>>::None.expect("writer failed") }).await;
+        assert_eq!(r, None);
+        // The group still works afterwards.
+        assert_eq!(group.submit(2, |jobs| async move { jobs }).await, Some(2));
+    }
+}
