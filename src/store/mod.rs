@@ -59,9 +59,6 @@ pub fn running_totals<K: std::hash::Hash + Eq + Clone>(additions: &[(K, i64)], f
     out
 }
 
-/// Batches of writes (see `group`) applied at once on PostgreSQL; SQLite, with one writer, takes one.
-pub const CONCURRENT_BATCHES: usize = 2;
-
 #[derive(Clone)]
 pub struct Store {
     /// Reads, and writes that are not on a hot path.
