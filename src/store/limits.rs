@@ -10,6 +10,7 @@
 //! and window, always on the side of refusing early, never of granting more.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use sea_orm::sea_query::{Alias, Expr, OnConflict};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
@@ -23,14 +24,52 @@ pub const EXACT_TAIL: i64 = 64;
 /// The most units one lease reserves.
 pub const MAX_LEASE: i64 = 16;
 
-/// The units of each counter this process has reserved but not yet handed out.
+/// The units of each counter this process has reserved but not yet handed out, and a gate per counter so
+/// that one caller at a time reserves more: callers that find the lease used up while a reservation is on its
+/// way wait for it instead of each reserving a lease of their own (which would use up the window early).
 #[derive(Default)]
-pub struct Leases(std::sync::Mutex<HashMap<String, Lease>>);
+pub struct Leases {
+    leases: std::sync::Mutex<HashMap<String, Lease>>,
+    gates: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
 
 struct Lease {
     window: i64,
     next: i64,
     end: i64,
+}
+
+impl Leases {
+    /// The next unit of the lease, if it has one left in this window; else the last unit reserved in it (0: none).
+    fn take(&self, name: &str, window: i64) -> Result<i64, i64> {
+        let mut m = self.leases.lock().unwrap_or_else(|e| e.into_inner());
+        match m.get_mut(name) {
+            Some(l) if l.window == window && l.next <= l.end => {
+                l.next += 1;
+                Ok(l.next - 1)
+            }
+            Some(l) if l.window == window => Err(l.end),
+            _ => Err(0),
+        }
+    }
+
+    fn put(&self, name: &str, lease: Lease) {
+        let mut m = self.leases.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() > 100_000 {
+            // Forgetting leases only wastes their units (refusing early), never grants more.
+            m.clear();
+        }
+        m.insert(name.to_string(), lease);
+    }
+
+    fn gate(&self, name: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut g = self.gates.lock().unwrap_or_else(|e| e.into_inner());
+        if g.len() > 100_000 {
+            // A forgotten gate lets two callers reserve at once: again only units wasted, never more granted.
+            g.clear();
+        }
+        g.entry(name.to_string()).or_default().clone()
+    }
 }
 
 /// Counter additions waiting to be written together, each answered with its count.
@@ -54,29 +93,19 @@ impl Store {
     /// window): handed out from this process's lease, or reserved in the database. A unit above `limit`
     /// means the call is over the limit.
     pub async fn take_unit(&self, name: &str, window_start: i64, expires_at: i64, limit: i64) -> Result<i64, StoreError> {
-        let last_seen = {
-            let mut m = self.leases.0.lock().unwrap_or_else(|e| e.into_inner());
-            match m.get_mut(name) {
-                Some(l) if l.window == window_start && l.next <= l.end => {
-                    l.next += 1;
-                    return Ok(l.next - 1);
-                }
-                Some(l) if l.window == window_start => l.end,
-                _ => 0,
-            }
+        if let Ok(unit) = self.leases.take(name, window_start) {
+            return Ok(unit);
+        }
+        let gate = self.leases.gate(name);
+        let _one_at_a_time = gate.lock().await;
+        let last_seen = match self.leases.take(name, window_start) {
+            Ok(unit) => return Ok(unit), // reserved by the caller this one waited for
+            Err(last) => last,
         };
         let size = lease_size(limit.saturating_sub(last_seen));
         let count = self.hit_counter_by(name, window_start, expires_at, size).await?;
         let first = count - size + 1;
-        let mut m = self.leases.0.lock().unwrap_or_else(|e| e.into_inner());
-        if m.len() > 100_000 {
-            // Forgetting leases only wastes their units (refusing early), never grants more.
-            m.clear();
-        }
-        let keep_theirs = m.get(name).is_some_and(|l| l.window == window_start && l.next <= l.end);
-        if !keep_theirs {
-            m.insert(name.to_string(), Lease { window: window_start, next: first + 1, end: count });
-        }
+        self.leases.put(name, Lease { window: window_start, next: first + 1, end: count });
         Ok(first)
     }
 

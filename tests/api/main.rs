@@ -5,6 +5,7 @@
 mod harness;
 
 mod accounts;
+mod batches;
 mod calculate;
 mod contract;
 mod errors;

@@ -1,0 +1,129 @@
+//! Keyed calls that arrive together are written in shared batches (group commit). Whatever the batching,
+//! every figure must be what recording the calls one after another would give.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Value};
+
+use super::harness::{num, TestApp};
+use crate::on_both;
+
+/// Sends every (path, body) at once with the key; returns (status, body) in the order given.
+async fn all_at_once(app: &TestApp, key: &str, calls: Vec<(&'static str, Value)>) -> Vec<(u16, Value)> {
+    let mut tasks = Vec::new();
+    for (path, body) in calls {
+        let (client, key) = (app.client.clone(), key.to_string());
+        tasks.push(tokio::spawn(async move {
+            let resp = client.post(path).header("X-API-Key", key).body_json(&body).send().await;
+            let status = resp.0.status().as_u16();
+            let text = resp.0.into_body().into_string().await.unwrap();
+            (status, serde_json::from_str::<Value>(&text).unwrap())
+        }));
+    }
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
+fn calc(amount: u32, counterparty: &str) -> (&'static str, Value) {
+    ("/api/v1/calculate", json!({"amount": amount, "buyer_state": "TX", "counterparty_id": counterparty}))
+}
+
+async fn concurrent_calls_add_up_as_if_one_by_one(app: TestApp) {
+    let a = app.signup("batches@example.com").await;
+    app.set_nexus(&a.key, &["TX"]).await;
+    // 25 calls of 100 to cp-1 and 10 of 50 to cp-2, interleaved, with one ingest of three records for cp-3 whose
+    // third repeats the first's external id.
+    let mut calls = Vec::new();
+    for i in 0..25 {
+        calls.push(calc(100, "cp-1"));
+        if i % 5 == 2 {
+            calls.push(calc(50, "cp-2"));
+            calls.push(calc(50, "cp-2"));
+        }
+    }
+    let ingest = json!([
+        {"amount": 10, "buyer_state": "TX", "counterparty_id": "cp-3", "external_tx_id": "e-1"},
+        {"amount": 20, "buyer_state": "TX", "counterparty_id": "cp-3", "external_tx_id": "e-2"},
+        {"amount": 30, "buyer_state": "TX", "counterparty_id": "cp-3", "external_tx_id": "e-1"},
+    ]);
+    calls.insert(17, ("/api/v1/transactions/ingest", ingest.clone()));
+    let replies = all_at_once(&app, &a.key, calls).await;
+
+    let mut totals: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    let mut exceeded = 0;
+    let mut ingested = None;
+    for (status, body) in &replies {
+        if body.get("records").is_some() {
+            assert_eq!(*status, 201, "{body}");
+            ingested = Some(body.clone());
+            continue;
+        }
+        assert_eq!(*status, 200, "{body}");
+        let t = &body["tracking_1099"];
+        totals.entry(t["counterparty_id"].as_str().unwrap().to_string()).or_default().push(num(&t["vendor_ytd_total"]));
+        // 2026's information-return threshold is 2,000: reached from the 20th payment of 100 to cp-1.
+        assert_eq!(num(&t["threshold"]), 2000.0);
+        if t["threshold_exceeded"] == json!(true) {
+            exceeded += 1;
+        }
+    }
+    // Each call saw the total up to and including itself: 100, 200, … 2,500 and 50, 100, … 500, each once.
+    let seen = |cp: &str| totals[cp].iter().map(|x| *x as i64).collect::<BTreeSet<i64>>();
+    assert_eq!(seen("cp-1"), (1..=25).map(|k| k * 100).collect::<BTreeSet<_>>());
+    assert_eq!(seen("cp-2"), (1..=10).map(|k| k * 50).collect::<BTreeSet<_>>());
+    assert_eq!((totals["cp-1"].len(), totals["cp-2"].len()), (25, 10));
+    assert_eq!(exceeded, 6, "2,000 to 2,500");
+
+    // The ingest: two written, the third the first's duplicate (same transaction id, amount 10 as recorded).
+    let ingested = ingested.unwrap();
+    assert_eq!((ingested["written"].clone(), ingested["duplicates"].clone()), (json!(2), json!(1)));
+    let records = ingested["records"].as_array().unwrap();
+    assert_eq!(records[2]["duplicate"], json!(true));
+    assert_eq!(records[2]["transaction_id"], records[0]["transaction_id"]);
+    assert_eq!(num(&records[2]["calculation"]["amount"]), 10.0);
+    assert_eq!(num(&records[1]["calculation"]["tracking_1099"]["vendor_ytd_total"]), 30.0);
+
+    // The ledger holds 37 rows; usage counted 36 calls (the ingest is one), plus nothing else.
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 37);
+    let login = app.post("/api/v1/auth/login", None, &json!({"email": "batches@example.com", "password": "correct horse battery"})).await;
+    assert_eq!(login.status, 200, "{}", login.text);
+    let bearer = format!("Bearer {}", login.json["session_token"].as_str().unwrap());
+    let r = app.request("GET", "/api/v1/auth/me", None, &[("Authorization", &bearer)], None).await;
+    assert_eq!(r.json["usage"]["calls"], json!(36), "{}", r.text);
+    // The ledger's amounts: 25 × 100 + 10 × 50 + 10 + 20 = 3,030 over 37 rows.
+    let r = app.get("/api/v1/transactions?limit=1000", Some(&a.key)).await;
+    let sum: f64 = r.json["transactions"].as_array().unwrap().iter().map(|t| num(&t["amount"])).sum();
+    assert_eq!((r.json["count"].clone(), sum), (json!(37), 3030.0));
+
+    // Replaying the ingest writes nothing.
+    let again = app.post("/api/v1/transactions/ingest", Some(&a.key), &ingest).await;
+    assert_eq!((again.status, again.json["duplicates"].clone()), (200, json!(3)));
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 37);
+}
+
+async fn free_plan_cutoff_inside_a_batch(app: TestApp) {
+    let a = app.signup("cutoff@example.com").await;
+    let month = "2026-11-01T00:00:00Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap().timestamp_millis();
+    {
+        use levy::store::entity::counter;
+        use sea_orm::{EntityTrait, Set};
+        let row = counter::ActiveModel { name: Set(format!("usage:{}", a.entity_id)), window_start: Set(month), count: Set(1495), expires_at: Set(i64::MAX) };
+        counter::Entity::insert(row).exec_without_returning(&app.state.store.db).await.unwrap();
+    }
+    // 12 calls at once with 5 left of the free plan's 1,500: exactly 5 are served and recorded.
+    let replies = all_at_once(&app, &a.key, (0..12).map(|_| calc(10, "c")).collect()).await;
+    let served = replies.iter().filter(|(s, _)| *s == 200).count();
+    let refused: Vec<&Value> = replies.iter().filter(|(s, _)| *s == 429).map(|(_, b)| b).collect();
+    assert_eq!((served, refused.len()), (5, 7));
+    assert!(refused.iter().all(|b| b["error"].as_str().unwrap().starts_with("Monthly limit reached")));
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 5);
+    // The five served calls saw 10, 20, … 50 for the counterparty: the refused ones added nothing.
+    let mut seen: Vec<i64> = replies.iter().filter(|(s, _)| *s == 200).map(|(_, b)| num(&b["tracking_1099"]["vendor_ytd_total"]) as i64).collect();
+    seen.sort();
+    assert_eq!(seen, vec![10, 20, 30, 40, 50]);
+}
+
+on_both!(concurrent_calls_add_up_as_if_one_by_one, free_plan_cutoff_inside_a_batch);
