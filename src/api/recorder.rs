@@ -40,8 +40,7 @@ use crate::store::group::Group;
 use crate::store::ledger::{Payment, Sale};
 use crate::store::{Store, StoreError};
 
-/// Jobs per batch (an ingest job holds up to 100 entries; a batch's insert stays within both databases'
-/// bound on statement parameters).
+/// Jobs per batch (an ingest job holds up to 100 entries; the store splits long multi-row statements).
 const MAX_BATCH: usize = 64;
 
 pub type Recorder = Group<RecordJob, Result<Recorded, ApiError>>;
@@ -289,7 +288,7 @@ impl AppState {
 
         // 6, 7. Revenue for nexus, and the ledger rows.
         Store::add_state_revenues(&txn, &sales).await?;
-        Store::insert_transactions(&txn, rows.clone()).await?;
+        Store::insert_transactions(&txn, &rows).await?;
 
         // 8. Nexus alerts for calculate responses, from the revenue now recorded.
         let calculating: Vec<usize> = accepted.iter().copied().filter(|&i| matches!(jobs[i].source, Source::Calculate { .. })).collect();

@@ -47,23 +47,27 @@ impl Store {
             e.0 += p.micros;
             e.1 += 1;
         }
-        let rows = sums.iter().map(|((entity_id, counterparty_id, tax_year), (micros, n))| vendor_ytd::ActiveModel {
-            entity_id: Set(entity_id.to_string()),
-            counterparty_id: Set(counterparty_id.to_string()),
-            tax_year: Set(*tax_year),
-            total_micros: Set(*micros),
-            payments: Set(*n),
-        });
-        let models = vendor_ytd::Entity::insert_many(rows)
-            .on_conflict(
-                OnConflict::columns([C_::EntityId, C_::CounterpartyId, C_::TaxYear])
-                    .value(C_::TotalMicros, Expr::col((vendor_ytd::Entity, C_::TotalMicros)).add(Expr::col((Alias::new("excluded"), C_::TotalMicros))))
-                    .value(C_::Payments, Expr::col((vendor_ytd::Entity, C_::Payments)).add(Expr::col((Alias::new("excluded"), C_::Payments))))
-                    .to_owned(),
-            )
-            .exec_with_returning_many(conn)
-            .await?;
-        let finals: HashMap<(String, String, i32), i64> = models.into_iter().map(|m| ((m.entity_id, m.counterparty_id, m.tax_year), m.total_micros)).collect();
+        let sums: Vec<_> = sums.into_iter().collect();
+        let mut finals: HashMap<(String, String, i32), i64> = HashMap::new();
+        for chunk in sums.chunks(super::ROWS_PER_STATEMENT) {
+            let rows = chunk.iter().map(|((entity_id, counterparty_id, tax_year), (micros, n))| vendor_ytd::ActiveModel {
+                entity_id: Set(entity_id.to_string()),
+                counterparty_id: Set(counterparty_id.to_string()),
+                tax_year: Set(*tax_year),
+                total_micros: Set(*micros),
+                payments: Set(*n),
+            });
+            let models = vendor_ytd::Entity::insert_many(rows)
+                .on_conflict(
+                    OnConflict::columns([C_::EntityId, C_::CounterpartyId, C_::TaxYear])
+                        .value(C_::TotalMicros, Expr::col((vendor_ytd::Entity, C_::TotalMicros)).add(Expr::col((Alias::new("excluded"), C_::TotalMicros))))
+                        .value(C_::Payments, Expr::col((vendor_ytd::Entity, C_::Payments)).add(Expr::col((Alias::new("excluded"), C_::Payments))))
+                        .to_owned(),
+                )
+                .exec_with_returning_many(conn)
+                .await?;
+            finals.extend(models.into_iter().map(|m| ((m.entity_id, m.counterparty_id, m.tax_year), m.total_micros)));
+        }
         let additions: Vec<((String, String, i32), i64)> = payments.iter().map(|p| ((p.entity_id.to_string(), p.counterparty_id.to_string(), p.tax_year), p.micros)).collect();
         let after = super::running_totals(&additions, &finals);
         Ok(after.iter().zip(payments).map(|(total, p)| total - p.micros).collect())
@@ -81,22 +85,25 @@ impl Store {
             e.0 += s.micros;
             e.1 += 1;
         }
-        let rows = sums.iter().map(|((entity_id, state, month), (micros, n))| state_revenue::ActiveModel {
-            entity_id: Set(entity_id.to_string()),
-            state: Set(state.to_string()),
-            month: Set(*month),
-            sales_micros: Set(*micros),
-            tx_count: Set(*n),
-        });
-        state_revenue::Entity::insert_many(rows)
-            .on_conflict(
-                OnConflict::columns([C_::EntityId, C_::State, C_::Month])
-                    .value(C_::SalesMicros, Expr::col((state_revenue::Entity, C_::SalesMicros)).add(Expr::col((Alias::new("excluded"), C_::SalesMicros))))
-                    .value(C_::TxCount, Expr::col((state_revenue::Entity, C_::TxCount)).add(Expr::col((Alias::new("excluded"), C_::TxCount))))
-                    .to_owned(),
-            )
-            .exec_without_returning(conn)
-            .await?;
+        let sums: Vec<_> = sums.into_iter().collect();
+        for chunk in sums.chunks(super::ROWS_PER_STATEMENT) {
+            let rows = chunk.iter().map(|((entity_id, state, month), (micros, n))| state_revenue::ActiveModel {
+                entity_id: Set(entity_id.to_string()),
+                state: Set(state.to_string()),
+                month: Set(*month),
+                sales_micros: Set(*micros),
+                tx_count: Set(*n),
+            });
+            state_revenue::Entity::insert_many(rows)
+                .on_conflict(
+                    OnConflict::columns([C_::EntityId, C_::State, C_::Month])
+                        .value(C_::SalesMicros, Expr::col((state_revenue::Entity, C_::SalesMicros)).add(Expr::col((Alias::new("excluded"), C_::SalesMicros))))
+                        .value(C_::TxCount, Expr::col((state_revenue::Entity, C_::TxCount)).add(Expr::col((Alias::new("excluded"), C_::TxCount))))
+                        .to_owned(),
+                )
+                .exec_without_returning(conn)
+                .await?;
+        }
         Ok(())
     }
 
@@ -109,12 +116,11 @@ impl Store {
             .await?)
     }
 
-    /// Writes ledger rows with one insert.
-    pub async fn insert_transactions<C: ConnectionTrait>(conn: &C, rows: Vec<transaction::Model>) -> Result<(), StoreError> {
-        if rows.is_empty() {
-            return Ok(());
+    /// Writes ledger rows, one insert per `ROWS_PER_STATEMENT`.
+    pub async fn insert_transactions<C: ConnectionTrait>(conn: &C, rows: &[transaction::Model]) -> Result<(), StoreError> {
+        for chunk in rows.chunks(super::ROWS_PER_STATEMENT) {
+            transaction::Entity::insert_many(chunk.iter().cloned().map(transaction::ActiveModel::from)).exec_without_returning(conn).await?;
         }
-        transaction::Entity::insert_many(rows.into_iter().map(transaction::ActiveModel::from)).exec_without_returning(conn).await?;
         Ok(())
     }
 

@@ -7,7 +7,8 @@
 //! limit (more than `EXACT_TAIL` units left); near it, each call reserves exactly its own unit, so a
 //! window that is used up is used up exactly, whichever instances the calls went to. Units an idle
 //! instance still holds when the window ends are counted but unused: at most `MAX_LEASE` per instance
-//! and window, always on the side of refusing early, never of granting more.
+//! and window, always on the side of refusing early, never of granting more. Reservations of different
+//! counters made at the same moment are written together (`group`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -141,21 +142,25 @@ impl Store {
             let e = sums.entry((h.name.as_str(), h.window_start)).or_insert((0, h.expires_at));
             e.0 += h.n;
         }
-        let rows = sums.iter().map(|((name, window_start), (n, expires_at))| counter::ActiveModel {
-            name: Set(name.to_string()),
-            window_start: Set(*window_start),
-            count: Set(*n),
-            expires_at: Set(*expires_at),
-        });
-        let models = counter::Entity::insert_many(rows)
-            .on_conflict(
-                OnConflict::columns([Column::Name, Column::WindowStart])
-                    .value(Column::Count, Expr::col((counter::Entity, Column::Count)).add(Expr::col((Alias::new("excluded"), Column::Count))))
-                    .to_owned(),
-            )
-            .exec_with_returning_many(conn)
-            .await?;
-        let finals: HashMap<(String, i64), i64> = models.into_iter().map(|m| ((m.name, m.window_start), m.count)).collect();
+        let sums: Vec<_> = sums.into_iter().collect();
+        let mut finals: HashMap<(String, i64), i64> = HashMap::new();
+        for chunk in sums.chunks(super::ROWS_PER_STATEMENT) {
+            let rows = chunk.iter().map(|((name, window_start), (n, expires_at))| counter::ActiveModel {
+                name: Set(name.to_string()),
+                window_start: Set(*window_start),
+                count: Set(*n),
+                expires_at: Set(*expires_at),
+            });
+            let models = counter::Entity::insert_many(rows)
+                .on_conflict(
+                    OnConflict::columns([Column::Name, Column::WindowStart])
+                        .value(Column::Count, Expr::col((counter::Entity, Column::Count)).add(Expr::col((Alias::new("excluded"), Column::Count))))
+                        .to_owned(),
+                )
+                .exec_with_returning_many(conn)
+                .await?;
+            finals.extend(models.into_iter().map(|m| ((m.name, m.window_start), m.count)));
+        }
         let additions: Vec<((String, i64), i64)> = hits.iter().map(|h| ((h.name.clone(), h.window_start), h.n)).collect();
         Ok(super::running_totals(&additions, &finals))
     }

@@ -126,4 +126,27 @@ async fn free_plan_cutoff_inside_a_batch(app: TestApp) {
     assert_eq!(seen, vec![10, 20, 30, 40, 50]);
 }
 
-on_both!(concurrent_calls_add_up_as_if_one_by_one, free_plan_cutoff_inside_a_batch);
+async fn long_batches_split_into_statements(app: TestApp) {
+    use levy::store::ledger::Payment;
+    use levy::store::Store;
+    use sea_orm::TransactionTrait;
+    let a = app.signup("long@example.com").await;
+    // 1,201 payments: 1,200 counterparties of 1 to 1,200 micro-dollars, then the first again. More rows than one
+    // statement takes (500), so three upserts; the last payment sees the first's 1.
+    let names: Vec<String> = (0..1200).map(|i| format!("cp-{i:04}")).collect();
+    let mut payments: Vec<Payment> = names.iter().enumerate().map(|(i, n)| Payment { entity_id: &a.entity_id, counterparty_id: n, tax_year: 2026, micros: i as i64 + 1 }).collect();
+    payments.push(Payment { entity_id: &a.entity_id, counterparty_id: &names[0], tax_year: 2026, micros: 7 });
+    let txn = app.state.store.writer.begin().await.unwrap();
+    let priors = Store::add_vendor_payments(&txn, &payments).await.unwrap();
+    txn.commit().await.unwrap();
+    assert_eq!(priors.len(), 1201);
+    assert!(priors[..1200].iter().all(|p| *p == 0));
+    assert_eq!(priors[1200], 1);
+    // Once more: each sees what the first round left.
+    let txn = app.state.store.writer.begin().await.unwrap();
+    let again = Store::add_vendor_payments(&txn, &payments[..3]).await.unwrap();
+    txn.commit().await.unwrap();
+    assert_eq!(again, vec![8, 2, 3]);
+}
+
+on_both!(concurrent_calls_add_up_as_if_one_by_one, free_plan_cutoff_inside_a_batch, long_batches_split_into_statements);
