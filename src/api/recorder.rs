@@ -298,7 +298,6 @@ impl AppState {
 
         // 9. The outcomes; calculate responses are stored under their Idempotency-Keys in this transaction.
         let mut out = Vec::with_capacity(pending.len());
-        let mut slots = slots;
         let no_nexus = BTreeMap::new();
         // Every job of an account in this batch sees the same revenue, so the same alerts.
         let mut alerts_memo: HashMap<(&str, NaiveDate), Vec<Value>> = HashMap::new();
@@ -308,33 +307,38 @@ impl AppState {
                 continue;
             }
             let job = &jobs[i];
-            let entries: Vec<EntryOutcome> = slots
-                .remove(&i)
-                .unwrap_or_default()
+            let slots = slots.remove(&i).unwrap_or_default();
+            let first_new = match slots.first() {
+                Some(Slot::New(n)) => Some(*n),
+                _ => None,
+            };
+            // Each new body belongs to exactly one entry (a repeated external id points at the row instead).
+            let mut entries: Vec<EntryOutcome> = slots
                 .into_iter()
                 .map(|slot| match slot {
                     Slot::Existing(row) => EntryOutcome::Duplicate(row),
                     Slot::SameAs(n) => EntryOutcome::Duplicate(rows[n].clone()),
-                    Slot::New(n) => EntryOutcome::New { body: bodies[n].clone() },
+                    Slot::New(n) => EntryOutcome::New { body: std::mem::take(&mut bodies[n]) },
                 })
                 .collect();
             let mut response = String::new();
             if let Source::Calculate { idempotency_key } = &job.source {
-                let mut body = match entries.first() {
-                    Some(EntryOutcome::New { body }) => body.clone(),
-                    _ => Value::Null,
-                };
                 let today = day(job.now_ms);
                 let alerts = alerts_memo
                     .entry((job.account.id.as_str(), today))
                     .or_insert_with(|| alerts_from(&self.registry, &job.account.id, &revenue, nexus.get(job.account.id.as_str()).unwrap_or(&no_nexus), today))
                     .clone();
-                if !alerts.is_empty() {
-                    if let Some(o) = body.as_object_mut() {
-                        o.insert("nexus_alerts".into(), Value::Array(alerts));
+                // Without alerts the response is the body as stored in the row's result, already serialized.
+                response = match (entries.first_mut(), first_new) {
+                    (Some(EntryOutcome::New { body }), _) if !alerts.is_empty() => {
+                        if let Some(o) = body.as_object_mut() {
+                            o.insert("nexus_alerts".into(), Value::Array(alerts));
+                        }
+                        body.to_string()
                     }
-                }
-                response = serde_json::to_string(&body).map_err(|err| Abort::Job(i, ApiError::internal(err)))?;
+                    (_, Some(n)) => rows[n].result.clone(),
+                    _ => Value::Null.to_string(),
+                };
                 if let Some(k) = idempotency_key {
                     Store::finish_idempotency_key(&txn, &job.account.id, k, 200, &response).await?;
                 }

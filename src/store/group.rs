@@ -5,8 +5,9 @@
 //! There is no background task to start or stop. Each caller queues its job and then either receives
 //! its result or, when fewer than the allowed number of batches are running, leads: it takes what is
 //! queued (its own job among it, oldest first) and applies it. The number of concurrent batches is the
-//! caller's choice (one fits SQLite's single writer, and writes that meet on the same rows). The batch runs in a task of its own, so a caller that goes away (a
-//! dropped connection) never aborts the others' writes. An idle instance applies a lone job at once,
+//! caller's choice (one fits SQLite's single writer, and writes that meet on the same rows). The batch
+//! runs in a task of its own, so a caller that goes away (a dropped connection) never aborts the others'
+//! writes. An idle instance applies a lone job at once,
 //! as a batch of one; under load, batches grow with the number of requests waiting.
 
 use std::future::Future;
