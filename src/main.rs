@@ -5,6 +5,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc: a calculate call builds and drops many small JSON values across threads, where glibc's allocator
+/// spent a quarter of the service's CPU time (measured with perf under benches/load.sh).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "levy", version, about = "Open tax-intelligence service: rules, engine and API")]
 struct Cli {

@@ -95,6 +95,16 @@ impl Checker {
         }
     }
 
+    /// A caller's identifier: text without control characters (U+0000 to U+001F, U+007F to U+009F).
+    pub fn identifier(&mut self, obj: &Map<String, Value>, field: &str, required: bool, min: usize, max: usize) -> Option<String> {
+        let s = self.text(obj, field, required, min, max)?;
+        if s.chars().any(char::is_control) {
+            self.err(field, "must not contain control characters");
+            return None;
+        }
+        Some(s)
+    }
+
     /// A string that must be one of `values`.
     pub fn one_of(&mut self, obj: &Map<String, Value>, field: &str, required: bool, values: &[&str]) -> Option<String> {
         let s = self.text(obj, field, required, 0, 200)?;

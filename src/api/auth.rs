@@ -1,5 +1,8 @@
 //! Credentials: API keys (X-API-Key or Authorization: Bearer), dashboard session tokens, and keyless demo calls.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use poem_openapi::auth::{ApiKey, Bearer};
 use poem_openapi::SecurityScheme;
 
@@ -49,6 +52,15 @@ impl KeyAuth {
     }
 }
 
+/// The SHA-256 under which a well-formed key is stored; 401 for a malformed one.
+fn key_hash(auth: &KeyAuth) -> Result<String, ApiError> {
+    let raw = auth.raw().trim();
+    if !looks_like_api_key(raw) {
+        return Err(ApiError::unauthorized("invalid API key: expected svc_live_ followed by 32 hex characters"));
+    }
+    Ok(sha256_hex(raw.as_bytes()))
+}
+
 impl KeyOrDemo {
     pub fn key(self) -> Option<KeyAuth> {
         match self {
@@ -59,14 +71,70 @@ impl KeyOrDemo {
     }
 }
 
+/// A key as the ledger batch takes it: which key, whose account.
+pub struct KeyRef {
+    pub key_id: String,
+    pub entity_id: String,
+}
+
+/// The keys this instance has looked up, by SHA-256. Used only where what the call does is checked again
+/// against the database in the ledger batch's transaction (keyed calculate and ingest), so that a revoked key
+/// is still refused on its next call, on whichever instance it was revoked; a call that the batch would not
+/// see (an Idempotency-Key replay) looks its key up again.
+#[derive(Default)]
+pub struct KeyCache(std::sync::Mutex<HashMap<String, Arc<KeyRef>>>);
+
+/// Keys remembered at most; the cache starts afresh past it.
+const KEY_CACHE_SIZE: usize = 10_000;
+
+impl KeyCache {
+    fn get(&self, hash: &str) -> Option<Arc<KeyRef>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(hash).cloned()
+    }
+
+    fn put(&self, hash: String, key: Arc<KeyRef>) {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() >= KEY_CACHE_SIZE {
+            m.clear();
+        }
+        m.insert(hash, key);
+    }
+
+    /// Forgets an account's keys (after one is revoked here).
+    pub fn forget_account(&self, entity_id: &str) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, k| k.entity_id != entity_id);
+    }
+}
+
 impl AppState {
+    /// The key and account behind an API key, for a call the ledger batch checks again (see [`KeyCache`]);
+    /// 401 for a malformed or unknown key, and for a key known to be revoked.
+    pub async fn ledger_key(&self, auth: &KeyAuth) -> Result<Arc<KeyRef>, ApiError> {
+        let hash = key_hash(auth)?;
+        if let Some(k) = self.keys.get(&hash) {
+            return Ok(k);
+        }
+        let owner = self.store.key_owner(&hash).await?.ok_or_else(|| ApiError::unauthorized("unknown or revoked API key"))?;
+        let key = Arc::new(KeyRef { key_id: owner.key_id, entity_id: owner.entity.id });
+        self.keys.put(hash, key.clone());
+        Ok(key)
+    }
+
+    /// `refusal`, unless the key (taken from the cache) has been revoked since: then 401.
+    pub async fn recheck_key(&self, auth: &KeyAuth, refusal: ApiError) -> ApiError {
+        if refusal.status == poem::http::StatusCode::UNAUTHORIZED {
+            return refusal;
+        }
+        match self.authenticate(auth).await {
+            Ok(_) => refusal,
+            Err(e) if e.status == poem::http::StatusCode::UNAUTHORIZED => e,
+            Err(_) => refusal,
+        }
+    }
+
     /// The account behind an API key; 401 for a malformed, unknown or revoked key.
     pub async fn authenticate(&self, auth: &KeyAuth) -> Result<KeyOwner, ApiError> {
-        let raw = auth.raw().trim();
-        if !looks_like_api_key(raw) {
-            return Err(ApiError::unauthorized("invalid API key: expected svc_live_ followed by 32 hex characters"));
-        }
-        self.store.key_owner(&sha256_hex(raw.as_bytes())).await?.ok_or_else(|| ApiError::unauthorized("unknown or revoked API key"))
+        self.store.key_owner(&key_hash(auth)?).await?.ok_or_else(|| ApiError::unauthorized("unknown or revoked API key"))
     }
 
     /// The account behind an unexpired session token; 401 otherwise.

@@ -7,7 +7,7 @@ use poem_openapi::param::Header;
 use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::{json, Value};
 
-use super::auth::KeyOrDemo;
+use super::auth::{KeyAuth, KeyOrDemo};
 use super::context::client_ip;
 use super::error::ApiError;
 use super::idempotency::{body_hash, parse_key, Begin};
@@ -68,28 +68,12 @@ impl CalculateApi {
         let Some(key) = auth.key() else {
             return Ok(s.demo_calculation(&body).await?);
         };
-        let owner = s.authenticate(&key).await?;
-        s.check_burst(&owner.key_id).await?;
-        let value = body.value()?;
-        let idem = parse_key(idempotency_key.0.as_deref())?;
-        let entity_id = owner.entity.id.clone();
-        if let Some(k) = &idem {
-            if let Begin::Replay { body, .. } = s.begin_idempotent(&entity_id, k, &body_hash("calculate", value)).await? {
-                return Ok(CalculateResponse::Ok(JsonText::new(body)));
-            }
+        match s.keyed_calculation(&key, idempotency_key.0.as_deref(), &body).await {
+            Ok(text) => Ok(CalculateResponse::Ok(JsonText::new(text))),
+            // The key came from this instance's cache: a refusal that did not come from the ledger batch (which
+            // checks the key) is a 401 if the key has been revoked meanwhile.
+            Err(e) => Err(s.recheck_key(&key, e).await.into()),
         }
-        let result = match parse_live(value, "") {
-            Ok(live) => {
-                let entry = Entry { live, external_tx_id: None, metadata: None };
-                let job = RecordJob { account: owner.entity, entries: vec![entry], source: Source::Calculate { idempotency_key: idem.clone() }, now_ms: s.clock.now_ms() };
-                s.record(job).await.map(|r| r.response)
-            }
-            Err(errors) => Err(ApiError::invalid(errors)),
-        };
-        if let (Err(_), Some(k)) = (&result, &idem) {
-            s.release_idempotency_key(&entity_id, k).await;
-        }
-        Ok(CalculateResponse::Ok(JsonText::new(result?)))
     }
 }
 
@@ -127,6 +111,34 @@ pub fn parse_live(value: &Value, prefix: &str) -> Result<LiveRequest, Vec<String
 }
 
 impl AppState {
+    /// A keyed calculation: the response text, stored under the Idempotency-Key when one was sent.
+    async fn keyed_calculation(self: &Arc<Self>, key: &KeyAuth, idempotency_key: Option<&str>, body: &JsonBody<CalculateRequest>) -> Result<String, ApiError> {
+        let owner = self.ledger_key(key).await?;
+        self.check_burst(&owner.key_id).await?;
+        let value = body.value()?;
+        let idem = parse_key(idempotency_key)?;
+        if let Some(k) = &idem {
+            if let Begin::Replay { body, .. } = self.begin_idempotent(&owner.entity_id, k, &body_hash("calculate", value)).await? {
+                // A replay does not reach the ledger batch, which checks the key again: check it here.
+                self.authenticate(key).await?;
+                return Ok(body);
+            }
+        }
+        let result = match parse_live(value, "") {
+            Ok(live) => {
+                let entry = Entry { live, external_tx_id: None, metadata: None };
+                let source = Source::Calculate { idempotency_key: idem.clone() };
+                let job = RecordJob { key_id: owner.key_id.clone(), entity_id: owner.entity_id.clone(), entries: vec![entry], source, now_ms: self.clock.now_ms() };
+                self.record(job).await.map(|r| r.response)
+            }
+            Err(errors) => Err(ApiError::invalid(errors)),
+        };
+        if let (Err(_), Some(k)) = (&result, &idem) {
+            self.release_idempotency_key(&owner.entity_id, k).await;
+        }
+        result
+    }
+
     async fn demo_calculation(&self, body: &JsonBody<CalculateRequest>) -> Result<CalculateResponse, ApiError> {
         self.check_demo(&client_ip()).await?;
         let value = body.value()?;

@@ -152,6 +152,7 @@ impl KeysApi {
         let Some(prefix) = prefix.filter(|_| c.errors.is_empty()) else { return Err(ApiError::fields(&c.errors).into()) };
         let now = s.clock.now_ms();
         let revoked = s.store.revoke_keys(&owner.entity.id, &prefix, now).await.map_err(ApiError::from)?;
+        s.keys.forget_account(&owner.entity.id);
         if revoked == 0 {
             if s.store.prefix_taken_elsewhere(&owner.entity.id, &prefix).await.map_err(ApiError::from)? {
                 return Err(ApiError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, "this key belongs to another account").into());

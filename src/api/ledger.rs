@@ -72,8 +72,8 @@ fn parse_item(v: &Value, prefix: &str, errors: &mut Vec<String>) -> Option<Inges
     };
     let mut core = obj.clone();
     let mut check = Checker::default();
-    let ext = check.text(obj, "external_tx_id", false, 1, 200);
-    let reference = check.text(obj, "transaction_id", false, 1, 200);
+    let ext = check.identifier(obj, "external_tx_id", false, 1, 200);
+    let reference = check.identifier(obj, "transaction_id", false, 1, 200);
     let metadata = match obj.get("metadata") {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) => Some(m.clone()),
@@ -151,49 +151,11 @@ impl LedgerApi {
     #[oai(path = "/transactions/ingest", method = "post", operation_id = "ingestTransactions")]
     async fn ingest(&self, auth: KeyAuth, body: JsonBody<IngestBody>) -> Result<IngestResponses, IngestErrors> {
         let s = &self.0;
-        let owner = s.authenticate(&auth).await?;
-        let value = body.value()?;
-        let (records, batch): (Vec<&Value>, bool) = match value {
-            Value::Array(a) => (a.iter().collect(), true),
-            other => (vec![other], false),
-        };
-        if batch && (records.is_empty() || records.len() > MAX_BATCH) {
-            return Err(ApiError::field("body", format!("a batch holds 1 to {MAX_BATCH} records; this one has {}", records.len())).into());
+        match s.ingest(&auth, &body).await {
+            Ok(r) => Ok(r),
+            // As for calculate: a refusal outside the ledger batch is a 401 if the cached key was revoked since.
+            Err(e) => Err(s.recheck_key(&auth, e).await.into()),
         }
-        let mut errors = Vec::new();
-        let mut items = Vec::new();
-        for (i, r) in records.iter().enumerate() {
-            let prefix = if batch { format!("records[{i}].") } else { String::new() };
-            items.push(parse_item(r, &prefix, &mut errors));
-        }
-        if !errors.is_empty() {
-            return Err(ApiError::invalid(errors).into());
-        }
-        let items: Vec<IngestItem> = items.into_iter().flatten().collect();
-        // The same external id twice in one batch is the caller's retry folded in: the second is its duplicate.
-        let now_ms = s.clock.now_ms();
-        let shown: Vec<(Option<String>, Option<Map<String, Value>>)> = items.iter().map(|i| (i.external_tx_id.clone(), i.metadata.clone())).collect();
-        let entries = items.into_iter().map(|i| Entry { live: i.live, external_tx_id: i.external_tx_id, metadata: i.metadata }).collect();
-        let recorded = s.record(RecordJob { account: owner.entity, entries, source: Source::Ingest, now_ms }).await?;
-        let mut out = Vec::new();
-        let (mut written, mut duplicates) = (0u32, 0u32);
-        for (i, (outcome, (ext, metadata))) in recorded.entries.into_iter().zip(shown).enumerate() {
-            let index = i as u32;
-            match outcome {
-                EntryOutcome::Duplicate(row) => {
-                    duplicates += 1;
-                    out.push(record_view(&row, index));
-                }
-                EntryOutcome::New { body } => {
-                    written += 1;
-                    let id = body.get("transaction_id").cloned().unwrap_or(Value::Null);
-                    out.push(ingested(index, &id, ext.as_deref(), false, now_ms, metadata.map(Value::Object).unwrap_or(Value::Null), body));
-                }
-            }
-        }
-        let response = json!({"success": true, "count": out.len(), "written": written, "duplicates": duplicates, "records": out});
-        let text = JsonText::value(&response);
-        Ok(if written > 0 { IngestResponses::Created(text) } else { IngestResponses::Replayed(text) })
     }
 
     /// List recorded transactions, newest first
@@ -263,4 +225,54 @@ pub fn parse_since(text: &str) -> Result<i64, String> {
         return Ok(d.and_hms_opt(0, 0, 0).map_or(0, |t| t.and_utc().timestamp_millis()));
     }
     Err(format!("`{text}` is not an ISO 8601 date (2026-01-31) or date-time (2026-01-31T12:00:00Z)"))
+}
+
+impl AppState {
+    /// Validates and records an ingest request (see `LedgerApi::ingest`).
+    async fn ingest(self: &Arc<Self>, auth: &KeyAuth, body: &JsonBody<IngestBody>) -> Result<IngestResponses, ApiError> {
+        let s = self;
+        let key = s.ledger_key(auth).await?;
+        let value = body.value()?;
+        let (records, batch): (Vec<&Value>, bool) = match value {
+            Value::Array(a) => (a.iter().collect(), true),
+            other => (vec![other], false),
+        };
+        if batch && (records.is_empty() || records.len() > MAX_BATCH) {
+            return Err(ApiError::field("body", format!("a batch holds 1 to {MAX_BATCH} records; this one has {}", records.len())));
+        }
+        let mut errors = Vec::new();
+        let mut items = Vec::new();
+        for (i, r) in records.iter().enumerate() {
+            let prefix = if batch { format!("records[{i}].") } else { String::new() };
+            items.push(parse_item(r, &prefix, &mut errors));
+        }
+        if !errors.is_empty() {
+            return Err(ApiError::invalid(errors));
+        }
+        let items: Vec<IngestItem> = items.into_iter().flatten().collect();
+        // The same external id twice in one batch is the caller's retry folded in: the second is its duplicate.
+        let now_ms = s.clock.now_ms();
+        let shown: Vec<(Option<String>, Option<Map<String, Value>>)> = items.iter().map(|i| (i.external_tx_id.clone(), i.metadata.clone())).collect();
+        let entries = items.into_iter().map(|i| Entry { live: i.live, external_tx_id: i.external_tx_id, metadata: i.metadata }).collect();
+        let recorded = s.record(RecordJob { key_id: key.key_id.clone(), entity_id: key.entity_id.clone(), entries, source: Source::Ingest, now_ms }).await?;
+        let mut out = Vec::new();
+        let (mut written, mut duplicates) = (0u32, 0u32);
+        for (i, (outcome, (ext, metadata))) in recorded.entries.into_iter().zip(shown).enumerate() {
+            let index = i as u32;
+            match outcome {
+                EntryOutcome::Duplicate(row) => {
+                    duplicates += 1;
+                    out.push(record_view(&row, index));
+                }
+                EntryOutcome::New { body } => {
+                    written += 1;
+                    let id = body.get("transaction_id").cloned().unwrap_or(Value::Null);
+                    out.push(ingested(index, &id, ext.as_deref(), false, now_ms, metadata.map(Value::Object).unwrap_or(Value::Null), body));
+                }
+            }
+        }
+        let response = json!({"success": true, "count": out.len(), "written": written, "duplicates": duplicates, "records": out});
+        let text = JsonText::value(&response);
+        Ok(if written > 0 { IngestResponses::Created(text) } else { IngestResponses::Replayed(text) })
+    }
 }

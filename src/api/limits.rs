@@ -32,8 +32,8 @@ fn ceil_seconds(ms: i64) -> i64 {
 }
 
 /// The hit that counts one billable call (keyed calculate, ingest) in the account's month.
-pub fn monthly_call(account: &entity::Model, now_ms: i64) -> CounterHit {
-    CounterHit { name: format!("usage:{}", account.id), window_start: month_start_ms(now_ms), expires_at: next_month_start_ms(now_ms) + 31 * 24 * 3600 * 1000, n: 1 }
+pub fn monthly_call(entity_id: &str, now_ms: i64) -> CounterHit {
+    CounterHit { name: format!("usage:{entity_id}"), window_start: month_start_ms(now_ms), expires_at: next_month_start_ms(now_ms) + 31 * 24 * 3600 * 1000, n: 1 }
 }
 
 /// Whether the account's plan allows its `calls`-th call this month. Free: a hard cutoff (429 "Monthly limit
@@ -45,7 +45,7 @@ pub fn allowance(account: &entity::Model, now_ms: i64, calls: i64) -> Result<Opt
     }
     match p.overage {
         Overage::HardCutoff => Err(ApiError::rate_limited(format!("Monthly limit reached: the {} plan includes {} calls per month; upgrade to continue", p.name, p.monthly_calls))),
-        Overage::Meter(_) => Ok(Some(CounterHit { name: format!("overage:{}", account.id), ..monthly_call(account, now_ms) })),
+        Overage::Meter(_) => Ok(Some(CounterHit { name: format!("overage:{}", account.id), ..monthly_call(&account.id, now_ms) })),
     }
 }
 

@@ -41,11 +41,13 @@ pub struct AppState {
     pub data_key: DataKey,
     /// Batches keyed calculations and ingested records into shared ledger transactions.
     pub recorder: recorder::Recorder,
+    /// API keys looked up by this instance, for the calls the ledger batch checks again.
+    pub keys: auth::KeyCache,
 }
 
 impl AppState {
     pub fn new(store: Store, registry: Arc<Registry>, clock: Clock, limits: Limits, data_key: DataKey) -> AppState {
-        AppState { store, registry, clock, limits, data_key, recorder: recorder::recorder() }
+        AppState { store, registry, clock, limits, data_key, recorder: recorder::recorder(), keys: Default::default() }
     }
 }
 

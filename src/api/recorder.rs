@@ -1,22 +1,25 @@
 //! Recording keyed calculations and ingested records in the ledger, by group commit (`store::group`).
 //!
 //! A keyed calculate call is a job of one entry; an ingest request is a job of one to 100. Jobs that arrive
-//! while a batch is being written wait and go into the next one. A batch is one database transaction with the
-//! same statements whatever its size:
-//! 1. the month's usage counters, one upsert for the batch (a free account past its allowance is refused here,
-//!    and a paid one past it is metered);
-//! 2. the nexus settings of the batch's accounts;
-//! 3. for ingest, the external ids already in the ledger;
-//! 4. the counterparties' 1099 totals, one upsert; each entry learns the total before it from the sums;
-//! 5. the determinations, in memory;
-//! 6. the states' monthly revenue for nexus, one upsert;
-//! 7. the ledger rows, one insert;
-//! 8. the revenue that calculate's nexus alerts read;
-//! 9. calculate's Idempotency-Key responses.
+//! while a batch is being written wait and go into the next one. A batch is one database transaction sent as
+//! two scripts (`store::script`: many statements, one round trip), whatever its size:
+//! 1. begin; the month's usage counters, one upsert for the batch; the keys' accounts (a key revoked since
+//!    the caller's lookup is refused here); their nexus settings; for ingest, the external ids already in the
+//!    ledger; the counterparties' 1099 totals, one upsert (each entry learns the total before it from the sums);
+//!    the states' revenue that calculate's nexus alerts read;
+//! 2. the determinations, in memory;
+//! 3. metered overage; the states' monthly revenue for nexus, one upsert; the ledger rows, one insert;
+//!    calculate's Idempotency-Key responses; commit.
+//!
+//! The first script adds every payment as if every job were served and every entry new. When its answers say
+//! otherwise (a free account past its allowance, a revoked key, an external id already recorded) or a
+//! determination fails, the transaction is rolled back and run again knowing it; each rerun learns something
+//! new, so there are at most as many as there are jobs and entries, and in the common case none.
 //!
 //! Every figure is what recording the jobs one after another, in arrival order, would give; a job's writes
 //! are in the database when its caller is answered. Concurrent batches (other instances) meet in the upserts,
-//! which add in the database and take their rows in key order.
+//! which add in the database and take their rows in key order. A calculate response's nexus alerts count the
+//! revenue as it stood when the batch began plus the batch's own sales.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -24,7 +27,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
-use sea_orm::{ConnectionTrait, DbErr, TransactionTrait};
+use sea_orm::ConnectionTrait;
 use serde_json::{json, Map, Value};
 
 use super::calculate::{iso, LiveRequest};
@@ -35,9 +38,10 @@ use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
 use crate::engine::{determine, render, Input};
 use crate::rules::schema::state_index;
 use crate::security::new_ordered_id;
-use crate::store::entity::{entity, state_revenue, transaction};
+use crate::store::entity::{counter, entity, nexus_state, state_revenue, transaction, vendor_ytd};
 use crate::store::group::Group;
 use crate::store::ledger::{Payment, Sale};
+use crate::store::script::{Script, ScriptConn};
 use crate::store::{Store, StoreError};
 
 /// Jobs per batch (an ingest job holds up to 100 entries; the store splits long multi-row statements).
@@ -68,7 +72,9 @@ pub enum Source {
 }
 
 pub struct RecordJob {
-    pub account: entity::Model,
+    /// The API key the call came with (checked again inside the batch) and its account.
+    pub key_id: String,
+    pub entity_id: String,
     pub entries: Vec<Entry>,
     pub source: Source,
     pub now_ms: i64,
@@ -86,24 +92,6 @@ pub struct Recorded {
     pub entries: Vec<EntryOutcome>,
     /// Calculate: the response text (the body with any nexus alerts), as stored for the Idempotency-Key.
     pub response: String,
-}
-
-/// Why a batch stopped: one job's determination failed (the others are written without it), or the database did.
-enum Abort {
-    Job(usize, ApiError),
-    Batch(ApiError),
-}
-
-impl From<StoreError> for Abort {
-    fn from(e: StoreError) -> Self {
-        Abort::Batch(e.into())
-    }
-}
-
-impl From<DbErr> for Abort {
-    fn from(e: DbErr) -> Self {
-        Abort::Batch(e.into())
-    }
 }
 
 fn micros(d: Decimal) -> i64 {
@@ -126,6 +114,17 @@ enum Slot {
     New(usize),
 }
 
+/// What earlier attempts at a batch learned (each rerun adds to it).
+#[derive(Default)]
+struct Known {
+    /// Jobs answered with an error and not counted: key revoked or unknown, or the determination failed.
+    failed: HashMap<usize, ApiError>,
+    /// Jobs past a free plan's allowance: counted, answered with this error, not recorded.
+    refused: HashMap<usize, ApiError>,
+    /// Ledger rows holding an external id an ingest job sends, by (account, external id).
+    existing: HashMap<(String, String), transaction::Model>,
+}
+
 impl AppState {
     /// Determines and records a job's entries (in a batch with whatever else is waiting) and answers once they are committed.
     pub async fn record(self: &Arc<Self>, job: RecordJob) -> Result<Recorded, ApiError> {
@@ -141,85 +140,51 @@ impl AppState {
     }
 
     async fn apply(&self, jobs: Vec<RecordJob>) -> Vec<Result<Recorded, ApiError>> {
-        let mut results: Vec<Option<Result<Recorded, ApiError>>> = jobs.iter().map(|_| None).collect();
-        loop {
-            let pending: Vec<usize> = (0..jobs.len()).filter(|&i| results[i].is_none()).collect();
-            if pending.is_empty() {
-                break;
-            }
-            match self.write_batch(&jobs, &pending).await {
-                Ok(done) => {
-                    for (i, r) in pending.into_iter().zip(done) {
-                        results[i] = Some(r);
-                    }
-                    break;
-                }
-                Err(Abort::Job(i, e)) => results[i] = Some(Err(e)),
-                Err(Abort::Batch(e)) => {
-                    for i in pending {
-                        results[i] = Some(Err(e.clone()));
-                    }
-                    break;
-                }
-            }
+        match self.write_batch(&jobs).await {
+            Ok(out) => out,
+            Err(e) => jobs.iter().map(|_| Err(e.clone())).collect(),
         }
-        results.into_iter().map(|r| r.unwrap_or_else(|| Err(ApiError::internal("entry not recorded")))).collect()
     }
 
-    /// One transaction for the jobs at `pending`; a result per pending job, in order.
-    async fn write_batch(&self, jobs: &[RecordJob], pending: &[usize]) -> Result<Vec<Result<Recorded, ApiError>>, Abort> {
-        let txn = self.store.writer.begin().await?;
-
-        // 1. The monthly allowance: every job is one call.
-        let hits: Vec<_> = pending.iter().map(|&i| monthly_call(&jobs[i].account, jobs[i].now_ms)).collect();
-        let counts = Store::hit_counters(&txn, &hits).await?;
-        let mut refused: HashMap<usize, ApiError> = HashMap::new();
-        let mut metered = Vec::new();
-        for (k, &i) in pending.iter().enumerate() {
-            match allowance(&jobs[i].account, jobs[i].now_ms, counts[k]) {
-                Ok(Some(overage)) => metered.push(overage),
-                Ok(None) => {}
+    /// One transaction for the jobs; a result per job, in order.
+    async fn write_batch(&self, jobs: &[RecordJob]) -> Result<Vec<Result<Recorded, ApiError>>, ApiError> {
+        let mut conn = ScriptConn::acquire(&self.store.writer).await.map_err(StoreError::from)?;
+        let mut known = Known::default();
+        loop {
+            match self.attempt(&mut conn, jobs, &mut known).await {
+                Ok(Some(out)) => return Ok(out),
+                Ok(None) => conn.rollback().await.map_err(StoreError::from)?,
                 Err(e) => {
-                    refused.insert(i, e);
+                    // (If the rollback fails too, dropping the connection closes it, which rolls back.)
+                    let _ = conn.rollback().await;
+                    return Err(e);
                 }
             }
         }
-        Store::hit_counters(&txn, &metered).await?;
-        let accepted: Vec<usize> = pending.iter().copied().filter(|i| !refused.contains_key(i)).collect();
+    }
 
-        // 2. Nexus as each account has configured it (None: not configured, every state treated as without nexus).
-        let configured: Vec<&str> = distinct(accepted.iter().filter(|&&i| jobs[i].account.nexus_configured).map(|&i| jobs[i].account.id.as_str()));
-        let mut nexus: HashMap<&str, BTreeMap<usize, bool>> = configured.iter().map(|id| (*id, BTreeMap::new())).collect();
-        for r in Store::nexus_states_of(&txn, &configured).await? {
-            if let (Some(map), Some(i)) = (nexus.get_mut(r.entity_id.as_str()), state_index(&r.state)) {
-                map.insert(i, r.has_nexus);
-            }
-        }
+    /// One attempt at the batch: its results, or `None` (transaction left open) when it learned something that
+    /// changes what to write, added to `known`.
+    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[RecordJob], known: &mut Known) -> Result<Option<Vec<Result<Recorded, ApiError>>>, ApiError> {
+        let live: Vec<usize> = (0..jobs.len()).filter(|i| !known.failed.contains_key(i)).collect();
+        let serving: Vec<usize> = live.iter().copied().filter(|i| !known.refused.contains_key(i)).collect();
 
-        // 3. Which entries are new, and which repeat an external id already recorded (or earlier in the batch).
-        let mut known: HashMap<(&str, &str), Slot> = HashMap::new();
-        for &i in &accepted {
-            let ids: Vec<&str> = jobs[i].entries.iter().filter_map(|e| e.external_tx_id.as_deref()).collect();
-            if matches!(jobs[i].source, Source::Ingest) && !ids.is_empty() {
-                for row in Store::transactions_by_external_ids(&txn, &jobs[i].account.id, &ids).await? {
-                    let ext = ids.iter().copied().find(|x| Some(*x) == row.external_tx_id.as_deref()).unwrap_or_default();
-                    known.insert((jobs[i].account.id.as_str(), ext), Slot::Existing(row));
-                }
-            }
-        }
+        // Which entries are new, and which repeat an external id already recorded (or earlier in the batch).
+        let mut in_batch: HashMap<(&str, &str), usize> = HashMap::new();
         let mut news: Vec<(usize, usize)> = Vec::new();
         let mut slots: HashMap<usize, Vec<Slot>> = HashMap::new();
-        for &i in &accepted {
+        for &i in &serving {
             let job = &jobs[i];
             let mut mine = Vec::new();
             for (e, entry) in job.entries.iter().enumerate() {
-                let key = entry.external_tx_id.as_deref().filter(|_| matches!(job.source, Source::Ingest)).map(|x| (job.account.id.as_str(), x));
-                let slot = match key.and_then(|k| known.get(&k)) {
-                    Some(Slot::Existing(row)) => Slot::Existing(row.clone()),
-                    Some(Slot::SameAs(n) | Slot::New(n)) => Slot::SameAs(*n),
-                    None => {
+                let key = entry.external_tx_id.as_deref().filter(|_| matches!(job.source, Source::Ingest)).map(|x| (job.entity_id.as_str(), x));
+                let existing = key.and_then(|(a, x)| known.existing.get(&(a.to_string(), x.to_string())));
+                let slot = match (existing, key.and_then(|k| in_batch.get(&k))) {
+                    (Some(row), _) => Slot::Existing(row.clone()),
+                    (None, Some(&n)) => Slot::SameAs(n),
+                    (None, None) => {
                         if let Some(k) = key {
-                            known.insert(k, Slot::SameAs(news.len()));
+                            in_batch.insert(k, news.len());
                         }
                         news.push((i, e));
                         Slot::New(news.len() - 1)
@@ -229,18 +194,89 @@ impl AppState {
             }
             slots.insert(i, mine);
         }
-
-        // 4. The counterparties' year-to-date totals, each entry seeing the total before it.
         let payments: Vec<Payment> = news
             .iter()
             .map(|&(i, e)| {
                 let req = &jobs[i].entries[e].live.request;
-                Payment { entity_id: &jobs[i].account.id, counterparty_id: &req.counterparty_id, tax_year: day(jobs[i].now_ms).year(), micros: micros(req.amount) }
+                Payment { entity_id: &jobs[i].entity_id, counterparty_id: &req.counterparty_id, tax_year: day(jobs[i].now_ms).year(), micros: micros(req.amount) }
             })
             .collect();
-        let priors = Store::add_vendor_payments(&txn, &payments).await?;
 
-        // 5. The determinations, and the rows and sales they make.
+        // Script 1: what the determinations need, with the counters and totals added.
+        let backend = conn.backend();
+        let mut first = Script::begin(backend);
+        let hits: Vec<_> = live.iter().map(|&i| monthly_call(&jobs[i].entity_id, jobs[i].now_ms)).collect();
+        let usage = first.push_all(&Store::hit_counters_sql(&hits));
+        let key_ids = distinct(live.iter().map(|&i| jobs[i].key_id.as_str()));
+        let owners_at = first.push(&Store::key_owners_sql(&key_ids));
+        let accounts = distinct(live.iter().map(|&i| jobs[i].entity_id.as_str()));
+        let nexus_at = first.push(&Store::nexus_states_sql(&accounts));
+        let mut external_at = Vec::new();
+        for &i in &serving {
+            let ids: Vec<&str> = jobs[i].entries.iter().filter_map(|e| e.external_tx_id.as_deref()).collect();
+            if matches!(jobs[i].source, Source::Ingest) && !ids.is_empty() {
+                external_at.push(first.push(&Store::transactions_by_external_ids_sql(&jobs[i].entity_id, &ids)));
+            }
+        }
+        let vendor = first.push_all(&Store::add_vendor_payments_sql(&payments));
+        let calculating: Vec<usize> = serving.iter().copied().filter(|&i| matches!(jobs[i].source, Source::Calculate { .. })).collect();
+        let alerting = distinct(calculating.iter().map(|&i| jobs[i].entity_id.as_str()));
+        let from_month = calculating.iter().map(|&i| nexus_alerts::earliest_month(day(jobs[i].now_ms))).min().unwrap_or(0);
+        let revenue_at = (!alerting.is_empty()).then(|| first.push(&Store::state_revenue_sql(&alerting, from_month)));
+        let answers = conn.run(&first).await.map_err(StoreError::from)?;
+
+        // What the answers change: keys no longer valid, allowances used up, external ids already recorded.
+        let counts = Store::counts_after(&hits, answers.models::<counter::Model>(usage, "").map_err(StoreError::from)?);
+        let owners: HashMap<String, entity::Model> = Store::key_owners_from(answers.rows(owners_at))?.into_iter().map(|o| (o.key_id, o.entity)).collect();
+        let mut learned = false;
+        let mut metered = Vec::new();
+        for (k, &i) in live.iter().enumerate() {
+            let job = &jobs[i];
+            let Some(account) = owners.get(&job.key_id).filter(|a| a.id == job.entity_id) else {
+                known.failed.insert(i, ApiError::unauthorized("unknown or revoked API key"));
+                learned = true;
+                continue;
+            };
+            match allowance(account, job.now_ms, counts[k]) {
+                Ok(Some(overage)) => metered.push(overage),
+                Ok(None) => {}
+                Err(e) => {
+                    if known.refused.insert(i, e).is_none() {
+                        learned = true;
+                    }
+                }
+            }
+        }
+        // (The external-id queries are consecutive statements.)
+        let external = match (external_at.first(), external_at.last()) {
+            (Some(&a), Some(&b)) => a..b + 1,
+            _ => 0..0,
+        };
+        for row in answers.models::<transaction::Model>(external, "").map_err(StoreError::from)? {
+            let ext = row.external_tx_id.clone().unwrap_or_default();
+            if known.existing.insert((row.entity_id.clone(), ext), row).is_none() {
+                learned = true;
+            }
+        }
+        if learned {
+            return Ok(None);
+        }
+        let priors = Store::totals_before(&payments, answers.models::<vendor_ytd::Model>(vendor, "").map_err(StoreError::from)?);
+        let mut nexus: HashMap<&str, BTreeMap<usize, bool>> = HashMap::new();
+        for a in owners.values().filter(|a| a.nexus_configured) {
+            nexus.insert(a.id.as_str(), BTreeMap::new());
+        }
+        for r in answers.models::<nexus_state::Model>(nexus_at..nexus_at + 1, "").map_err(StoreError::from)? {
+            if let (Some(map), Some(i)) = (nexus.get_mut(r.entity_id.as_str()), state_index(&r.state)) {
+                map.insert(i, r.has_nexus);
+            }
+        }
+        let mut revenue = match revenue_at {
+            Some(at) => answers.models::<state_revenue::Model>(at..at + 1, "").map_err(StoreError::from)?,
+            None => Vec::new(),
+        };
+
+        // The determinations, and the rows and sales they make.
         let mut bodies = Vec::with_capacity(news.len());
         let mut rows = Vec::with_capacity(news.len());
         let mut sales = Vec::new();
@@ -248,24 +284,30 @@ impl AppState {
             let (job, entry) = (&jobs[i], &jobs[i].entries[e]);
             let req = &entry.live.request;
             let today = day(job.now_ms);
-            let input = Input { request: req, nexus: nexus.get(job.account.id.as_str()), vendor_ytd: Some(from_micros(priors[n]).normalize()), as_of: today };
-            let det = determine(&self.registry, &input).map_err(|err| Abort::Job(i, ApiError::internal(format!("{err:?}"))))?;
+            let input = Input { request: req, nexus: nexus.get(job.entity_id.as_str()), vendor_ytd: Some(from_micros(priors[n]).normalize()), as_of: today };
+            let det = match determine(&self.registry, &input) {
+                Ok(det) => det,
+                Err(err) => {
+                    known.failed.insert(i, ApiError::internal(format!("{err:?}")));
+                    return Ok(None);
+                }
+            };
             let id = new_ordered_id("tx", job.now_ms);
             let mut body = render::full(&det);
             if let Some(o) = body.as_object_mut() {
                 o.insert("transaction_id".into(), json!(id));
                 o.insert("timestamp".into(), json!(iso(job.now_ms)));
-                o.insert("entity_id".into(), json!(job.account.id));
+                o.insert("entity_id".into(), json!(job.entity_id));
                 o.insert("mode".into(), json!("live"));
                 o.insert("api_version".into(), json!(API_VERSION));
             }
             if det.role == "seller" && det.counts_toward_nexus_threshold != Some(false) {
                 let month = today.year() * 100 + today.month() as i32;
-                sales.push(Sale { entity_id: &job.account.id, state: det.buyer_state, month, micros: payments[n].micros });
+                sales.push(Sale { entity_id: &job.entity_id, state: det.buyer_state, month, micros: payments[n].micros });
             }
             rows.push(transaction::Model {
                 id,
-                entity_id: job.account.id.clone(),
+                entity_id: job.entity_id.clone(),
                 created_at: job.now_ms,
                 role: det.role.to_string(),
                 buyer_state: det.buyer_state.to_string(),
@@ -285,28 +327,24 @@ impl AppState {
             });
             bodies.push(body);
         }
+        add_sales(&mut revenue, &sales);
 
-        // 6, 7. Revenue for nexus, and the ledger rows.
-        Store::add_state_revenues(&txn, &sales).await?;
-        Store::insert_transactions(&txn, &rows).await?;
+        // Script 2: the writes, the Idempotency-Key responses, commit.
+        let mut second = Script::new(backend);
+        second.push_all(&Store::hit_counters_sql(&metered));
+        second.push_all(&Store::add_state_revenues_sql(&sales));
+        second.push_all(&Store::insert_transactions_sql(&rows));
 
-        // 8. Nexus alerts for calculate responses, from the revenue now recorded.
-        let calculating: Vec<usize> = accepted.iter().copied().filter(|&i| matches!(jobs[i].source, Source::Calculate { .. })).collect();
-        let accounts = distinct(calculating.iter().map(|&i| jobs[i].account.id.as_str()));
-        let from_month = calculating.iter().map(|&i| nexus_alerts::earliest_month(day(jobs[i].now_ms))).min().unwrap_or(0);
-        let revenue = if accounts.is_empty() { Vec::new() } else { Store::state_revenue_of(&txn, &accounts, from_month).await? };
-
-        // 9. The outcomes; calculate responses are stored under their Idempotency-Keys in this transaction.
-        let mut out = Vec::with_capacity(pending.len());
+        // The outcomes, in job order.
+        let mut out = Vec::with_capacity(jobs.len());
         let no_nexus = BTreeMap::new();
         // Every job of an account in this batch sees the same revenue, so the same alerts.
         let mut alerts_memo: HashMap<(&str, NaiveDate), Vec<Value>> = HashMap::new();
-        for &i in pending {
-            if let Some(e) = refused.remove(&i) {
-                out.push(Err(e));
+        for (i, job) in jobs.iter().enumerate() {
+            if let Some(e) = known.failed.get(&i).or_else(|| known.refused.get(&i)) {
+                out.push(Err(e.clone()));
                 continue;
             }
-            let job = &jobs[i];
             let slots = slots.remove(&i).unwrap_or_default();
             let first_new = match slots.first() {
                 Some(Slot::New(n)) => Some(*n),
@@ -325,8 +363,8 @@ impl AppState {
             if let Source::Calculate { idempotency_key } = &job.source {
                 let today = day(job.now_ms);
                 let alerts = alerts_memo
-                    .entry((job.account.id.as_str(), today))
-                    .or_insert_with(|| alerts_from(&self.registry, &job.account.id, &revenue, nexus.get(job.account.id.as_str()).unwrap_or(&no_nexus), today))
+                    .entry((job.entity_id.as_str(), today))
+                    .or_insert_with(|| alerts_from(&self.registry, &job.entity_id, &revenue, nexus.get(job.entity_id.as_str()).unwrap_or(&no_nexus), today))
                     .clone();
                 // Without alerts the response is the body as stored in the row's result, already serialized.
                 response = match (entries.first_mut(), first_new) {
@@ -340,13 +378,14 @@ impl AppState {
                     _ => Value::Null.to_string(),
                 };
                 if let Some(k) = idempotency_key {
-                    Store::finish_idempotency_key(&txn, &job.account.id, k, 200, &response).await?;
+                    second.push(&Store::finish_idempotency_key_sql(&job.entity_id, k, 200, &response));
                 }
             }
             out.push(Ok(Recorded { entries, response }));
         }
-        txn.commit().await?;
-        Ok(out)
+        second.commit();
+        conn.run(&second).await.map_err(StoreError::from)?;
+        Ok(Some(out))
     }
 
     /// The account's nexus as the engine takes it: `None` until the account has configured any.
@@ -376,6 +415,19 @@ fn alerts_from(registry: &crate::rules::registry::Registry, entity_id: &str, row
         .filter_map(|r| state_index(&r.state).map(|state| MonthRevenue { state, month: r.month, sales: from_micros(r.sales_micros), transactions: r.tx_count }))
         .collect();
     nexus_alerts::alerts(registry, &revenue, nexus, today).iter().map(nexus_alerts::render).collect()
+}
+
+/// Adds a batch's sales to revenue rows read before it (rows it had none for are added).
+fn add_sales(rows: &mut Vec<state_revenue::Model>, sales: &[Sale]) {
+    for s in sales {
+        match rows.iter_mut().find(|r| r.entity_id == s.entity_id && r.state == s.state && r.month == s.month) {
+            Some(r) => {
+                r.sales_micros += s.micros;
+                r.tx_count += 1;
+            }
+            None => rows.push(state_revenue::Model { entity_id: s.entity_id.to_string(), state: s.state.to_string(), month: s.month, sales_micros: s.micros, tx_count: 1 }),
+        }
+    }
 }
 
 fn distinct<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<&'a str> {

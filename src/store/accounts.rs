@@ -1,6 +1,7 @@
 //! Accounts, agents, API keys and sessions.
 
-use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait};
+use sea_orm::sea_query::SelectStatement;
+use sea_orm::{ColumnTrait, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder, QueryResult, QuerySelect, QueryTrait, TransactionTrait};
 
 use super::entity::{agent, api_key, entity, session, transaction};
 use super::{Store, StoreError};
@@ -41,6 +42,20 @@ impl Store {
             .one(&self.db)
             .await?;
         Ok(found.and_then(|(key, owner)| owner.map(|entity| KeyOwner { key_id: key.id, entity })))
+    }
+
+    /// The owners of those of these keys (by id) that are not revoked, in one query; read with [`Store::key_owners_from`].
+    pub fn key_owners_sql(key_ids: &[&str]) -> SelectStatement {
+        api_key::Entity::find()
+            .find_also_related(entity::Entity)
+            .filter(api_key::Column::Id.is_in(key_ids.iter().copied()))
+            .filter(api_key::Column::RevokedAt.is_null())
+            .into_query()
+    }
+
+    pub fn key_owners_from(rows: &[QueryResult]) -> Result<Vec<KeyOwner>, StoreError> {
+        // Columns as sea-orm names them for a pair of models: the key's with prefix A_, the account's with B_.
+        rows.iter().map(|r| Ok(KeyOwner { key_id: api_key::Model::from_query_result(r, "A_")?.id, entity: entity::Model::from_query_result(r, "B_")? })).collect()
     }
 
     pub async fn insert_key(&self, key: api_key::Model) -> Result<(), StoreError> {

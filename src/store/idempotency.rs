@@ -3,7 +3,8 @@
 //! reports a different body. The finished response is written in the same database transaction as the
 //! ledger row, so a key never stands for a write that did not happen, nor a write for two keys.
 
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
+use sea_orm::sea_query::UpdateStatement;
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryTrait, Set};
 
 use super::entity::idempotency::{self, Column};
 use super::{Store, StoreError};
@@ -77,15 +78,18 @@ impl Store {
 
     /// Stores the response for a key; call inside the transaction that made the writes it reports.
     pub async fn finish_idempotency_key<C: ConnectionTrait>(conn: &C, entity_id: &str, key: &str, status: u16, body: &str) -> Result<(), StoreError> {
+        conn.execute(conn.get_database_backend().build(&Store::finish_idempotency_key_sql(entity_id, key, status, body))).await?;
+        Ok(())
+    }
+
+    pub fn finish_idempotency_key_sql(entity_id: &str, key: &str, status: u16, body: &str) -> UpdateStatement {
         idempotency::Entity::update_many()
             .col_expr(Column::State, DONE.into())
             .col_expr(Column::Status, i32::from(status).into())
             .col_expr(Column::Body, body.into())
             .filter(Column::EntityId.eq(entity_id))
             .filter(Column::Key.eq(key))
-            .exec(conn)
-            .await?;
-        Ok(())
+            .into_query()
     }
 
     /// Releases a key whose request failed, so that a corrected retry can use it.

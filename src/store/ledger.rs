@@ -2,8 +2,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use sea_orm::sea_query::{Alias, Expr, OnConflict};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set};
+use sea_orm::sea_query::{Alias, Expr, InsertStatement, OnConflict, SelectStatement};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set};
 
 use super::entity::{state_revenue, transaction, vendor_ytd};
 use super::{Store, StoreError};
@@ -33,14 +33,21 @@ pub struct Sale<'a> {
 }
 
 impl Store {
-    /// Adds payments to their counterparties' totals for the tax year with one upsert (read-modify-write in the
-    /// database, so concurrent writers cannot lose a payment; rows in key order, so they lock in one order) and
-    /// returns, for each payment in the order given, the total before it (micro-dollars).
+    /// Adds payments to their counterparties' totals inside `conn`'s transaction (see
+    /// [`Store::add_vendor_payments_sql`]) and returns, for each payment in the order given, the total before it.
     pub async fn add_vendor_payments<C: ConnectionTrait>(conn: &C, payments: &[Payment<'_>]) -> Result<Vec<i64>, StoreError> {
-        use vendor_ytd::Column as C_;
-        if payments.is_empty() {
-            return Ok(Vec::new());
+        let mut rows = Vec::new();
+        for stmt in Store::add_vendor_payments_sql(payments) {
+            rows.extend(vendor_ytd::Model::find_by_statement(conn.get_database_backend().build(&stmt)).all(conn).await?);
         }
+        Ok(Store::totals_before(payments, rows))
+    }
+
+    /// The upserts that add payments to their counterparties' totals for the tax year (read-modify-write in the
+    /// database, so concurrent writers cannot lose a payment; rows in key order, so they lock in one order),
+    /// returning the totals.
+    pub fn add_vendor_payments_sql(payments: &[Payment<'_>]) -> Vec<InsertStatement> {
+        use vendor_ytd::Column as C_;
         let mut sums: BTreeMap<(&str, &str, i32), (i64, i64)> = BTreeMap::new();
         for p in payments {
             let e = sums.entry((p.entity_id, p.counterparty_id, p.tax_year)).or_insert((0, 0));
@@ -48,37 +55,41 @@ impl Store {
             e.1 += 1;
         }
         let sums: Vec<_> = sums.into_iter().collect();
-        let mut finals: HashMap<(String, String, i32), i64> = HashMap::new();
-        for chunk in sums.chunks(super::ROWS_PER_STATEMENT) {
-            let rows = chunk.iter().map(|((entity_id, counterparty_id, tax_year), (micros, n))| vendor_ytd::ActiveModel {
-                entity_id: Set(entity_id.to_string()),
-                counterparty_id: Set(counterparty_id.to_string()),
-                tax_year: Set(*tax_year),
-                total_micros: Set(*micros),
-                payments: Set(*n),
-            });
-            let models = vendor_ytd::Entity::insert_many(rows)
-                .on_conflict(
-                    OnConflict::columns([C_::EntityId, C_::CounterpartyId, C_::TaxYear])
-                        .value(C_::TotalMicros, Expr::col((vendor_ytd::Entity, C_::TotalMicros)).add(Expr::col((Alias::new("excluded"), C_::TotalMicros))))
-                        .value(C_::Payments, Expr::col((vendor_ytd::Entity, C_::Payments)).add(Expr::col((Alias::new("excluded"), C_::Payments))))
-                        .to_owned(),
-                )
-                .exec_with_returning_many(conn)
-                .await?;
-            finals.extend(models.into_iter().map(|m| ((m.entity_id, m.counterparty_id, m.tax_year), m.total_micros)));
-        }
-        let additions: Vec<((String, String, i32), i64)> = payments.iter().map(|p| ((p.entity_id.to_string(), p.counterparty_id.to_string(), p.tax_year), p.micros)).collect();
-        let after = super::running_totals(&additions, &finals);
-        Ok(after.iter().zip(payments).map(|(total, p)| total - p.micros).collect())
+        sums.chunks(super::ROWS_PER_STATEMENT)
+            .map(|chunk| {
+                let rows = chunk.iter().map(|((entity_id, counterparty_id, tax_year), (micros, n))| vendor_ytd::ActiveModel {
+                    entity_id: Set(entity_id.to_string()),
+                    counterparty_id: Set(counterparty_id.to_string()),
+                    tax_year: Set(*tax_year),
+                    total_micros: Set(*micros),
+                    payments: Set(*n),
+                });
+                let mut stmt = vendor_ytd::Entity::insert_many(rows)
+                    .on_conflict(
+                        OnConflict::columns([C_::EntityId, C_::CounterpartyId, C_::TaxYear])
+                            .value(C_::TotalMicros, Expr::col((vendor_ytd::Entity, C_::TotalMicros)).add(Expr::col((Alias::new("excluded"), C_::TotalMicros))))
+                            .value(C_::Payments, Expr::col((vendor_ytd::Entity, C_::Payments)).add(Expr::col((Alias::new("excluded"), C_::Payments))))
+                            .to_owned(),
+                    )
+                    .into_query();
+                stmt.returning_all();
+                stmt
+            })
+            .collect()
     }
 
-    /// Adds sales to the states' monthly revenue with one upsert (rows in key order).
-    pub async fn add_state_revenues<C: ConnectionTrait>(conn: &C, sales: &[Sale<'_>]) -> Result<(), StoreError> {
+    /// For each payment in the order given, the counterparty's total before it (micro-dollars), from the totals
+    /// the upserts returned.
+    pub fn totals_before(payments: &[Payment<'_>], totals: Vec<vendor_ytd::Model>) -> Vec<i64> {
+        let finals: HashMap<(String, String, i32), i64> = totals.into_iter().map(|m| ((m.entity_id, m.counterparty_id, m.tax_year), m.total_micros)).collect();
+        let additions: Vec<((String, String, i32), i64)> = payments.iter().map(|p| ((p.entity_id.to_string(), p.counterparty_id.to_string(), p.tax_year), p.micros)).collect();
+        let after = super::running_totals(&additions, &finals);
+        after.iter().zip(payments).map(|(total, p)| total - p.micros).collect()
+    }
+
+    /// The upserts that add sales to the states' monthly revenue (rows in key order).
+    pub fn add_state_revenues_sql(sales: &[Sale<'_>]) -> Vec<InsertStatement> {
         use state_revenue::Column as C_;
-        if sales.is_empty() {
-            return Ok(());
-        }
         let mut sums: BTreeMap<(&str, &str, i32), (i64, i64)> = BTreeMap::new();
         for s in sales {
             let e = sums.entry((s.entity_id, s.state, s.month)).or_insert((0, 0));
@@ -86,54 +97,50 @@ impl Store {
             e.1 += 1;
         }
         let sums: Vec<_> = sums.into_iter().collect();
-        for chunk in sums.chunks(super::ROWS_PER_STATEMENT) {
-            let rows = chunk.iter().map(|((entity_id, state, month), (micros, n))| state_revenue::ActiveModel {
-                entity_id: Set(entity_id.to_string()),
-                state: Set(state.to_string()),
-                month: Set(*month),
-                sales_micros: Set(*micros),
-                tx_count: Set(*n),
-            });
-            state_revenue::Entity::insert_many(rows)
-                .on_conflict(
-                    OnConflict::columns([C_::EntityId, C_::State, C_::Month])
-                        .value(C_::SalesMicros, Expr::col((state_revenue::Entity, C_::SalesMicros)).add(Expr::col((Alias::new("excluded"), C_::SalesMicros))))
-                        .value(C_::TxCount, Expr::col((state_revenue::Entity, C_::TxCount)).add(Expr::col((Alias::new("excluded"), C_::TxCount))))
-                        .to_owned(),
-                )
-                .exec_without_returning(conn)
-                .await?;
-        }
-        Ok(())
+        sums.chunks(super::ROWS_PER_STATEMENT)
+            .map(|chunk| {
+                let rows = chunk.iter().map(|((entity_id, state, month), (micros, n))| state_revenue::ActiveModel {
+                    entity_id: Set(entity_id.to_string()),
+                    state: Set(state.to_string()),
+                    month: Set(*month),
+                    sales_micros: Set(*micros),
+                    tx_count: Set(*n),
+                });
+                state_revenue::Entity::insert_many(rows)
+                    .on_conflict(
+                        OnConflict::columns([C_::EntityId, C_::State, C_::Month])
+                            .value(C_::SalesMicros, Expr::col((state_revenue::Entity, C_::SalesMicros)).add(Expr::col((Alias::new("excluded"), C_::SalesMicros))))
+                            .value(C_::TxCount, Expr::col((state_revenue::Entity, C_::TxCount)).add(Expr::col((Alias::new("excluded"), C_::TxCount))))
+                            .to_owned(),
+                    )
+                    .into_query()
+            })
+            .collect()
     }
 
     /// Monthly revenue buckets of these accounts from `from_month` (yyyymm) on.
     pub async fn state_revenue_of<C: ConnectionTrait>(conn: &C, entity_ids: &[&str], from_month: i32) -> Result<Vec<state_revenue::Model>, StoreError> {
-        Ok(state_revenue::Entity::find()
+        Ok(state_revenue::Model::find_by_statement(conn.get_database_backend().build(&Store::state_revenue_sql(entity_ids, from_month))).all(conn).await?)
+    }
+
+    pub fn state_revenue_sql(entity_ids: &[&str], from_month: i32) -> SelectStatement {
+        state_revenue::Entity::find()
             .filter(state_revenue::Column::EntityId.is_in(entity_ids.iter().copied()))
             .filter(state_revenue::Column::Month.gte(from_month))
-            .all(conn)
-            .await?)
+            .into_query()
     }
 
-    /// Writes ledger rows, one insert per `ROWS_PER_STATEMENT`.
-    pub async fn insert_transactions<C: ConnectionTrait>(conn: &C, rows: &[transaction::Model]) -> Result<(), StoreError> {
-        for chunk in rows.chunks(super::ROWS_PER_STATEMENT) {
-            transaction::Entity::insert_many(chunk.iter().cloned().map(transaction::ActiveModel::from)).exec_without_returning(conn).await?;
-        }
-        Ok(())
+    /// The inserts of ledger rows, one per `ROWS_PER_STATEMENT`.
+    pub fn insert_transactions_sql(rows: &[transaction::Model]) -> Vec<InsertStatement> {
+        rows.chunks(super::ROWS_PER_STATEMENT).map(|chunk| transaction::Entity::insert_many(chunk.iter().cloned().map(transaction::ActiveModel::from)).into_query()).collect()
     }
 
-    /// The account's ledger rows with any of these external ids.
-    pub async fn transactions_by_external_ids<C: ConnectionTrait>(conn: &C, entity_id: &str, external_tx_ids: &[&str]) -> Result<Vec<transaction::Model>, StoreError> {
-        if external_tx_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        Ok(transaction::Entity::find()
+    /// The ledger rows of an account with any of these external ids.
+    pub fn transactions_by_external_ids_sql(entity_id: &str, external_tx_ids: &[&str]) -> SelectStatement {
+        transaction::Entity::find()
             .filter(transaction::Column::EntityId.eq(entity_id))
             .filter(transaction::Column::ExternalTxId.is_in(external_tx_ids.iter().copied()))
-            .all(conn)
-            .await?)
+            .into_query()
     }
 
     /// The account's transactions, newest first.

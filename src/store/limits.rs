@@ -13,8 +13,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use sea_orm::sea_query::{Alias, Expr, OnConflict};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
+use sea_orm::sea_query::{Alias, Expr, InsertStatement, OnConflict};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, QueryTrait, Set};
 
 
 use super::entity::counter::{self, Column};
@@ -130,39 +130,51 @@ impl Store {
         applied.unwrap_or_else(|| Err(StoreError::Other("the counter batch failed".into())))
     }
 
-    /// Adds every hit inside `conn`'s transaction with one upsert (hits on the same window summed first, windows
-    /// in key order so that concurrent writers lock rows in one order) and returns, for each hit in the order
-    /// given, the count just after it.
+    /// Adds every hit inside `conn`'s transaction (see [`Store::hit_counters_sql`]) and returns, for each hit in
+    /// the order given, the count just after it.
     pub async fn hit_counters<C: ConnectionTrait>(conn: &C, hits: &[CounterHit]) -> Result<Vec<i64>, StoreError> {
-        if hits.is_empty() {
-            return Ok(Vec::new());
+        let mut rows = Vec::new();
+        for stmt in Store::hit_counters_sql(hits) {
+            rows.extend(counter::Model::find_by_statement(conn.get_database_backend().build(&stmt)).all(conn).await?);
         }
+        Ok(Store::counts_after(hits, rows))
+    }
+
+    /// The upserts that add the hits: one per `ROWS_PER_STATEMENT` windows (hits on the same window summed
+    /// first, windows in key order so that concurrent writers lock rows in one order), returning the windows.
+    pub fn hit_counters_sql(hits: &[CounterHit]) -> Vec<InsertStatement> {
         let mut sums: BTreeMap<(&str, i64), (i64, i64)> = BTreeMap::new();
         for h in hits {
             let e = sums.entry((h.name.as_str(), h.window_start)).or_insert((0, h.expires_at));
             e.0 += h.n;
         }
         let sums: Vec<_> = sums.into_iter().collect();
-        let mut finals: HashMap<(String, i64), i64> = HashMap::new();
-        for chunk in sums.chunks(super::ROWS_PER_STATEMENT) {
-            let rows = chunk.iter().map(|((name, window_start), (n, expires_at))| counter::ActiveModel {
-                name: Set(name.to_string()),
-                window_start: Set(*window_start),
-                count: Set(*n),
-                expires_at: Set(*expires_at),
-            });
-            let models = counter::Entity::insert_many(rows)
-                .on_conflict(
-                    OnConflict::columns([Column::Name, Column::WindowStart])
-                        .value(Column::Count, Expr::col((counter::Entity, Column::Count)).add(Expr::col((Alias::new("excluded"), Column::Count))))
-                        .to_owned(),
-                )
-                .exec_with_returning_many(conn)
-                .await?;
-            finals.extend(models.into_iter().map(|m| ((m.name, m.window_start), m.count)));
-        }
+        sums.chunks(super::ROWS_PER_STATEMENT)
+            .map(|chunk| {
+                let rows = chunk.iter().map(|((name, window_start), (n, expires_at))| counter::ActiveModel {
+                    name: Set(name.to_string()),
+                    window_start: Set(*window_start),
+                    count: Set(*n),
+                    expires_at: Set(*expires_at),
+                });
+                let mut stmt = counter::Entity::insert_many(rows)
+                    .on_conflict(
+                        OnConflict::columns([Column::Name, Column::WindowStart])
+                            .value(Column::Count, Expr::col((counter::Entity, Column::Count)).add(Expr::col((Alias::new("excluded"), Column::Count))))
+                            .to_owned(),
+                    )
+                    .into_query();
+                stmt.returning_all();
+                stmt
+            })
+            .collect()
+    }
+
+    /// For each hit in the order given, the count just after it, from the windows the upserts returned.
+    pub fn counts_after(hits: &[CounterHit], windows: Vec<counter::Model>) -> Vec<i64> {
+        let finals: HashMap<(String, i64), i64> = windows.into_iter().map(|m| ((m.name, m.window_start), m.count)).collect();
         let additions: Vec<((String, i64), i64)> = hits.iter().map(|h| ((h.name.clone(), h.window_start), h.n)).collect();
-        Ok(super::running_totals(&additions, &finals))
+        super::running_totals(&additions, &finals)
     }
 
     /// The current count of a window, without adding to it.

@@ -9,6 +9,7 @@ pub mod idempotency;
 pub mod ledger;
 pub mod limits;
 pub mod nexus;
+pub mod script;
 
 use std::time::Duration;
 

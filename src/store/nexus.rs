@@ -1,7 +1,7 @@
 //! An account's nexus settings: which states it has nexus in, merged state by state.
 
 use sea_orm::sea_query::OnConflict;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QueryTrait, Set, TransactionTrait};
 
 use super::entity::{entity, nexus_state};
 use super::{Store, StoreError};
@@ -22,8 +22,8 @@ impl Store {
     }
 
     /// The nexus settings of several accounts, in one query.
-    pub async fn nexus_states_of<C: sea_orm::ConnectionTrait>(conn: &C, entity_ids: &[&str]) -> Result<Vec<nexus_state::Model>, StoreError> {
-        Ok(nexus_state::Entity::find().filter(nexus_state::Column::EntityId.is_in(entity_ids.iter().copied())).all(conn).await?)
+    pub fn nexus_states_sql(entity_ids: &[&str]) -> sea_orm::sea_query::SelectStatement {
+        nexus_state::Entity::find().filter(nexus_state::Column::EntityId.is_in(entity_ids.iter().copied())).into_query()
     }
 
     /// Writes only the states given; the others keep what they had. Marks the account as configured.

@@ -149,4 +149,77 @@ async fn long_batches_split_into_statements(app: TestApp) {
     assert_eq!(again, vec![8, 2, 3]);
 }
 
-on_both!(concurrent_calls_add_up_as_if_one_by_one, free_plan_cutoff_inside_a_batch, long_batches_split_into_statements);
+async fn values_come_back_character_for_character(app: TestApp) {
+    // The batch writes its values into its statements' text (one round trip for many statements): quotes,
+    // backslashes, text that looks like SQL, escapes inside JSON and non-ASCII must come back exactly as sent.
+    let a = app.signup("quotes@example.com").await;
+    let ext = r#"inv-'1'); DELETE FROM transactions; -- "x" \ \' é 税"#;
+    let metadata = json!({"note": "it's \"quoted\" \\ back\\slash\nnew line\ttab \u{0} é 税 😀", "O'Reilly": ["a''b", "\\x00", "E'\\n'"]});
+    let rec = json!({"amount": "12.34", "buyer_state": "TX", "counterparty_id": "cp:a@b.c-d_e", "external_tx_id": ext, "metadata": metadata});
+    let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &rec).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.json["records"][0]["external_tx_id"], json!(ext));
+    assert_eq!(r.json["records"][0]["metadata"], metadata);
+    let id = r.json["records"][0]["transaction_id"].clone();
+
+    let r = app.get("/api/v1/transactions", Some(&a.key)).await;
+    let row = &r.json["transactions"][0];
+    assert_eq!((&row["transaction_id"], &row["external_tx_id"], &row["metadata"]), (&id, &json!(ext), &metadata));
+    assert_eq!(row["calculation"]["counterparty_id"], json!("cp:a@b.c-d_e"));
+    assert_eq!(row["amount"], json!(12.34));
+
+    // The external id is found again (a query with it in its text): a duplicate, nothing written.
+    let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &rec).await;
+    assert_eq!((r.status, &r.json["records"][0]["duplicate"], &r.json["records"][0]["transaction_id"]), (200, &json!(true), &id));
+
+    // An Idempotency-Key with quotes and a backslash stores the response and replays it byte for byte.
+    let key = r#"k'";\--"#;
+    let body = json!({"amount": 5, "buyer_state": "TX", "counterparty_id": "cp-2"}).to_string();
+    let first = app.request("POST", "/api/v1/calculate", Some(&a.key), &[("Idempotency-Key", key)], Some(&body)).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    let again = app.request("POST", "/api/v1/calculate", Some(&a.key), &[("Idempotency-Key", key)], Some(&body)).await;
+    assert_eq!((again.header("x-idempotency-status").as_deref(), again.text.as_str()), (Some("cached"), first.text.as_str()));
+
+    // Control characters are refused in identifiers (the database would store some and not others).
+    let bad = json!({"amount": 1, "buyer_state": "TX", "counterparty_id": "cp-3", "external_tx_id": "inv\u{7}1", "transaction_id": "ref\u{0}"});
+    let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &bad).await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"));
+    assert_eq!(r.errors(), vec!["external_tx_id: must not contain control characters", "transaction_id: must not contain control characters"]);
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 2);
+}
+
+async fn key_revoked_on_another_instance_is_refused(app: TestApp) {
+    // `other` remembers the key from its first call; the key is then revoked through `app`. The ledger batch
+    // checks keys in its transaction, and refusals outside it check again: every next call on `other` is a 401.
+    let other = TestApp::on(app.db.clone(), app.backend, app.clock.clone()).await;
+    let a = app.signup("revoked@example.com").await;
+    let r = app.post("/api/v1/keys", Some(&a.key), &json!({"name": "spare"})).await;
+    let spare = r.json["api_key"]["key"].as_str().unwrap().to_string();
+    let (_, good) = calc(10, "cp-1");
+    assert_eq!(other.post("/api/v1/calculate", Some(&a.key), &good).await.status, 200);
+    let rec = json!({"amount": 1, "buyer_state": "TX", "counterparty_id": "cp-1", "external_tx_id": "e-1"});
+    assert_eq!(other.post("/api/v1/transactions/ingest", Some(&a.key), &rec).await.status, 201);
+    let r = app.request("DELETE", "/api/v1/keys", Some(&spare), &[], Some(&json!({"prefix": &a.key[..16]}).to_string())).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+
+    let r = other.post("/api/v1/calculate", Some(&a.key), &good).await;
+    assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED"), "{}", r.text);
+    let r = other.post("/api/v1/calculate", Some(&a.key), &json!({"amount": "ten", "buyer_state": "TX", "counterparty_id": "cp-1"})).await;
+    assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED"), "an invalid body from a revoked key: 401, not 400");
+    let r = other.post("/api/v1/transactions/ingest", Some(&a.key), &json!({"amount": 2, "buyer_state": "TX", "counterparty_id": "cp-1", "external_tx_id": "e-2"})).await;
+    assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED"));
+    let r = other.post("/api/v1/transactions/ingest", Some(&a.key), &rec).await;
+    assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED"), "not even a duplicate is shown");
+    // Nothing more was written or counted; the spare key still works on both instances.
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 2);
+    assert_eq!(other.post("/api/v1/calculate", Some(&spare), &good).await.status, 200);
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 3);
+}
+
+on_both!(
+    concurrent_calls_add_up_as_if_one_by_one,
+    free_plan_cutoff_inside_a_batch,
+    long_batches_split_into_statements,
+    values_come_back_character_for_character,
+    key_revoked_on_another_instance_is_refused
+);
