@@ -223,7 +223,7 @@ impl AppState {
         let alerting = distinct(calculating.iter().map(|&i| jobs[i].entity_id.as_str()));
         let from_month = calculating.iter().map(|&i| nexus_alerts::earliest_month(day(jobs[i].now_ms))).min().unwrap_or(0);
         let revenue_at = (!alerting.is_empty()).then(|| first.push(&Store::state_revenue_sql(&alerting, from_month)));
-        let answers = conn.run(&first).await.map_err(StoreError::from)?;
+        let answers = conn.run(first).await.map_err(StoreError::from)?;
 
         // What the answers change: keys no longer valid, allowances used up, external ids already recorded.
         let counts = Store::counts_after(&hits, answers.models::<counter::Model>(usage, "").map_err(StoreError::from)?);
@@ -338,8 +338,8 @@ impl AppState {
         // The outcomes, in job order.
         let mut out = Vec::with_capacity(jobs.len());
         let no_nexus = BTreeMap::new();
-        // Every job of an account in this batch sees the same revenue, so the same alerts.
-        let mut alerts_memo: HashMap<(&str, NaiveDate), Vec<Value>> = HashMap::new();
+        // Every job of an account in this batch sees the same revenue, so the same alerts (serialized once).
+        let mut alerts_memo: HashMap<(&str, NaiveDate), Option<String>> = HashMap::new();
         for (i, job) in jobs.iter().enumerate() {
             if let Some(e) = known.failed.get(&i).or_else(|| known.refused.get(&i)) {
                 out.push(Err(e.clone()));
@@ -351,7 +351,7 @@ impl AppState {
                 _ => None,
             };
             // Each new body belongs to exactly one entry (a repeated external id points at the row instead).
-            let mut entries: Vec<EntryOutcome> = slots
+            let entries: Vec<EntryOutcome> = slots
                 .into_iter()
                 .map(|slot| match slot {
                     Slot::Existing(row) => EntryOutcome::Duplicate(row),
@@ -362,20 +362,13 @@ impl AppState {
             let mut response = String::new();
             if let Source::Calculate { idempotency_key } = &job.source {
                 let today = day(job.now_ms);
-                let alerts = alerts_memo
-                    .entry((job.entity_id.as_str(), today))
-                    .or_insert_with(|| alerts_from(&self.registry, &job.entity_id, &revenue, nexus.get(job.entity_id.as_str()).unwrap_or(&no_nexus), today))
-                    .clone();
-                // Without alerts the response is the body as stored in the row's result, already serialized.
-                response = match (entries.first_mut(), first_new) {
-                    (Some(EntryOutcome::New { body }), _) if !alerts.is_empty() => {
-                        if let Some(o) = body.as_object_mut() {
-                            o.insert("nexus_alerts".into(), Value::Array(alerts));
-                        }
-                        body.to_string()
-                    }
-                    (_, Some(n)) => rows[n].result.clone(),
-                    _ => Value::Null.to_string(),
+                let alerts = alerts_memo.entry((job.entity_id.as_str(), today)).or_insert_with(|| {
+                    let alerts = alerts_from(&self.registry, &job.entity_id, &revenue, nexus.get(job.entity_id.as_str()).unwrap_or(&no_nexus), today);
+                    (!alerts.is_empty()).then(|| Value::Array(alerts).to_string())
+                });
+                response = match first_new {
+                    Some(n) => with_alerts(&rows[n].result, alerts.as_deref()),
+                    None => Value::Null.to_string(),
                 };
                 if let Some(k) = idempotency_key {
                     second.push(&Store::finish_idempotency_key_sql(&job.entity_id, k, 200, &response));
@@ -384,7 +377,7 @@ impl AppState {
             out.push(Ok(Recorded { entries, response }));
         }
         second.commit();
-        conn.run(&second).await.map_err(StoreError::from)?;
+        conn.run(second).await.map_err(StoreError::from)?;
         Ok(Some(out))
     }
 
@@ -417,6 +410,15 @@ fn alerts_from(registry: &crate::rules::registry::Registry, entity_id: &str, row
     nexus_alerts::alerts(registry, &revenue, nexus, today).iter().map(nexus_alerts::render).collect()
 }
 
+/// A calculate response: the stored body with the nexus alerts, if any, as its last member. The same text as
+/// serializing the body with the alerts inserted, without serializing the body again.
+fn with_alerts(body: &str, alerts: Option<&str>) -> String {
+    match (alerts, body.strip_suffix('}')) {
+        (Some(alerts), Some(open)) => format!("{open},\"nexus_alerts\":{alerts}}}"),
+        _ => body.to_string(),
+    }
+}
+
 /// Adds a batch's sales to revenue rows read before it (rows it had none for are added).
 fn add_sales(rows: &mut Vec<state_revenue::Model>, sales: &[Sale]) {
     for s in sales {
@@ -433,4 +435,19 @@ fn add_sales(rows: &mut Vec<state_revenue::Model>, sales: &[Sale]) {
 fn distinct<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
     let mut seen = HashSet::new();
     ids.filter(|id| seen.insert(*id)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn alerts_spliced_into_the_stored_body_read_as_if_serialized_with_it() {
+        let mut body = json!({"success": true, "total_tax": 66.0, "audit_trail": {"as_of": "2026-11-21"}, "note": "a } and a \"quote\""});
+        let alerts = json!([{"state": "TX", "level": "approaching", "percent_of_threshold": 81.5}]);
+        let stored = body.to_string();
+        body.as_object_mut().unwrap().insert("nexus_alerts".into(), alerts.clone());
+        assert_eq!(super::with_alerts(&stored, Some(&alerts.to_string())), body.to_string());
+        assert_eq!(super::with_alerts(&stored, None), stored);
+    }
 }

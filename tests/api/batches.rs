@@ -216,7 +216,55 @@ async fn key_revoked_on_another_instance_is_refused(app: TestApp) {
     assert_eq!(app.ledger_rows(&a.entity_id).await, 3);
 }
 
+async fn scripts_answer_by_statement_and_roll_back(app: TestApp) {
+    use levy::store::entity::counter;
+    use levy::store::limits::CounterHit;
+    use levy::store::script::{Script, ScriptConn};
+    use levy::store::Store;
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QueryTrait};
+    let store = &app.state.store;
+    let hit = |name: &str, n: i64| CounterHit { name: name.to_string(), window_start: 0, expires_at: i64::MAX, n };
+    let hits = [hit("t:b", 3), hit("t:a", 2), hit("t:b", 4)];
+    let read = || counter::Entity::find().filter(counter::Column::Name.starts_with("t:")).order_by_asc(counter::Column::Name).into_query();
+    let counts = |rows: Vec<counter::Model>| rows.into_iter().map(|r| (r.name, r.count)).collect::<Vec<_>>();
+
+    // One script, one round trip: each statement's rows come back apart.
+    let mut conn = ScriptConn::acquire(&store.writer).await.unwrap();
+    let backend = conn.backend();
+    let mut s = Script::begin(backend);
+    let added = s.push_all(&Store::hit_counters_sql(&hits));
+    let after = s.push(&read());
+    s.commit();
+    let out = conn.run(s).await.unwrap();
+    assert_eq!(Store::counts_after(&hits, out.models(added, "").unwrap()), vec![3, 2, 7]);
+    assert_eq!(counts(out.models(after..after + 1, "").unwrap()), vec![("t:a".to_string(), 2), ("t:b".to_string(), 7)]);
+
+    // A statement fails: the ones after it do not run, and the rollback undoes the ones before.
+    let mut s = Script::begin(backend);
+    s.push_all(&Store::hit_counters_sql(&hits));
+    s.push_sql("SELECT * FROM no_such_table");
+    s.push_all(&Store::hit_counters_sql(&hits));
+    assert!(conn.run(s).await.is_err());
+    conn.rollback().await.unwrap();
+    assert_eq!(store.read_counter("t:a", 0).await.unwrap(), 2);
+
+    // Dropped mid-transaction (a panic, a lost task): the connection is closed, so nothing is written, and the
+    // pool's next connection starts clean.
+    let mut s = Script::begin(backend);
+    s.push_all(&Store::hit_counters_sql(&hits));
+    conn.run(s).await.unwrap();
+    drop(conn);
+    let mut conn = ScriptConn::acquire(&store.writer).await.unwrap();
+    let mut s = Script::begin(backend);
+    let added = s.push_all(&Store::hit_counters_sql(&[hit("t:a", 1)]));
+    s.commit();
+    let out = conn.run(s).await.unwrap();
+    assert_eq!(Store::counts_after(&[hit("t:a", 1)], out.models(added, "").unwrap()), vec![3]);
+    assert_eq!((store.read_counter("t:a", 0).await.unwrap(), store.read_counter("t:b", 0).await.unwrap()), (3, 7));
+}
+
 on_both!(
+    scripts_answer_by_statement_and_roll_back,
     concurrent_calls_add_up_as_if_one_by_one,
     free_plan_cutoff_inside_a_batch,
     long_batches_split_into_statements,
