@@ -1,12 +1,12 @@
 //! The transaction ledger and the running totals that move with it (1099 per counterparty, revenue per state).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-use sea_orm::sea_query::{Alias, Expr, InsertStatement, OnConflict, SelectStatement};
+use sea_orm::sea_query::{InsertStatement, OnConflict, SelectStatement};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set};
 
 use super::entity::{state_revenue, transaction, vendor_ytd};
-use super::{Store, StoreError};
+use super::{plus_excluded, Store, StoreError};
 
 #[derive(Default)]
 pub struct TransactionFilter {
@@ -48,13 +48,7 @@ impl Store {
     /// returning the totals.
     pub fn add_vendor_payments_sql(payments: &[Payment<'_>]) -> Vec<InsertStatement> {
         use vendor_ytd::Column as C_;
-        let mut sums: BTreeMap<(&str, &str, i32), (i64, i64)> = BTreeMap::new();
-        for p in payments {
-            let e = sums.entry((p.entity_id, p.counterparty_id, p.tax_year)).or_insert((0, 0));
-            e.0 += p.micros;
-            e.1 += 1;
-        }
-        let sums: Vec<_> = sums.into_iter().collect();
+        let sums = super::sums_per_key(payments.iter().map(|p| ((p.entity_id, p.counterparty_id, p.tax_year), p.micros)));
         sums.chunks(super::ROWS_PER_STATEMENT)
             .map(|chunk| {
                 let rows = chunk.iter().map(|((entity_id, counterparty_id, tax_year), (micros, n))| vendor_ytd::ActiveModel {
@@ -67,8 +61,8 @@ impl Store {
                 let mut stmt = vendor_ytd::Entity::insert_many(rows)
                     .on_conflict(
                         OnConflict::columns([C_::EntityId, C_::CounterpartyId, C_::TaxYear])
-                            .value(C_::TotalMicros, Expr::col((vendor_ytd::Entity, C_::TotalMicros)).add(Expr::col((Alias::new("excluded"), C_::TotalMicros))))
-                            .value(C_::Payments, Expr::col((vendor_ytd::Entity, C_::Payments)).add(Expr::col((Alias::new("excluded"), C_::Payments))))
+                            .value(C_::TotalMicros, plus_excluded(vendor_ytd::Entity, C_::TotalMicros))
+                            .value(C_::Payments, plus_excluded(vendor_ytd::Entity, C_::Payments))
                             .to_owned(),
                     )
                     .into_query();
@@ -90,13 +84,7 @@ impl Store {
     /// The upserts that add sales to the states' monthly revenue (rows in key order).
     pub fn add_state_revenues_sql(sales: &[Sale<'_>]) -> Vec<InsertStatement> {
         use state_revenue::Column as C_;
-        let mut sums: BTreeMap<(&str, &str, i32), (i64, i64)> = BTreeMap::new();
-        for s in sales {
-            let e = sums.entry((s.entity_id, s.state, s.month)).or_insert((0, 0));
-            e.0 += s.micros;
-            e.1 += 1;
-        }
-        let sums: Vec<_> = sums.into_iter().collect();
+        let sums = super::sums_per_key(sales.iter().map(|s| ((s.entity_id, s.state, s.month), s.micros)));
         sums.chunks(super::ROWS_PER_STATEMENT)
             .map(|chunk| {
                 let rows = chunk.iter().map(|((entity_id, state, month), (micros, n))| state_revenue::ActiveModel {
@@ -109,8 +97,8 @@ impl Store {
                 state_revenue::Entity::insert_many(rows)
                     .on_conflict(
                         OnConflict::columns([C_::EntityId, C_::State, C_::Month])
-                            .value(C_::SalesMicros, Expr::col((state_revenue::Entity, C_::SalesMicros)).add(Expr::col((Alias::new("excluded"), C_::SalesMicros))))
-                            .value(C_::TxCount, Expr::col((state_revenue::Entity, C_::TxCount)).add(Expr::col((Alias::new("excluded"), C_::TxCount))))
+                            .value(C_::SalesMicros, plus_excluded(state_revenue::Entity, C_::SalesMicros))
+                            .value(C_::TxCount, plus_excluded(state_revenue::Entity, C_::TxCount))
                             .to_owned(),
                     )
                     .into_query()

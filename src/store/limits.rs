@@ -13,9 +13,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use sea_orm::sea_query::{Alias, Expr, InsertStatement, OnConflict};
+use sea_orm::sea_query::{InsertStatement, OnConflict};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, QueryTrait, Set};
-
 
 use super::entity::counter::{self, Column};
 use super::{Store, StoreError};
@@ -160,7 +159,7 @@ impl Store {
                 let mut stmt = counter::Entity::insert_many(rows)
                     .on_conflict(
                         OnConflict::columns([Column::Name, Column::WindowStart])
-                            .value(Column::Count, Expr::col((counter::Entity, Column::Count)).add(Expr::col((Alias::new("excluded"), Column::Count))))
+                            .value(Column::Count, super::plus_excluded(counter::Entity, Column::Count))
                             .to_owned(),
                     )
                     .into_query();

@@ -64,6 +64,23 @@ pub fn running_totals<K: std::hash::Hash + Eq + Clone>(additions: &[(K, i64)], f
     out
 }
 
+/// Additions summed per key, keys in order (so that concurrent writers take their rows in one order): each key
+/// with its sum and the number of additions in it.
+pub fn sums_per_key<K: Ord>(additions: impl IntoIterator<Item = (K, i64)>) -> Vec<(K, (i64, i64))> {
+    let mut sums: std::collections::BTreeMap<K, (i64, i64)> = std::collections::BTreeMap::new();
+    for (key, n) in additions {
+        let e = sums.entry(key).or_insert((0, 0));
+        e.0 += n;
+        e.1 += 1;
+    }
+    sums.into_iter().collect()
+}
+
+/// `table.column + excluded.column`: an upsert's conflict update that adds the new row's value to the stored one.
+pub fn plus_excluded<T: sea_orm::sea_query::IntoIden + 'static, C: sea_orm::sea_query::IntoIden + Copy + 'static>(table: T, column: C) -> sea_orm::sea_query::SimpleExpr {
+    sea_orm::sea_query::Expr::col((table, column)).add(sea_orm::sea_query::Expr::col((sea_orm::sea_query::Alias::new("excluded"), column)))
+}
+
 #[derive(Clone)]
 pub struct Store {
     /// Reads, and writes that are not on a hot path.
