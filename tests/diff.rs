@@ -6,20 +6,24 @@ use chrono::NaiveDate;
 use levy::cli::diff_report;
 use levy::rules::load_dir;
 
+/// Replaces the first `from` in a rule file with `to` (which must be there).
+fn plant(file: &std::path::Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let planted = text.replacen(from, to, 1);
+    assert_ne!(text, planted, "{from:?} is not in {}", file.display());
+    std::fs::write(file, planted).unwrap();
+}
+
 #[test]
 fn the_semantic_diff_shows_exactly_the_planted_change() {
     let src = common::rules_dir();
     let (_tmp, dir) = common::rules_copy();
     // Planted: Texas taxes data processing on 100% instead of 80%, and a change-log entry says so.
-    let tx = dir.join("states/tx.yaml");
-    let text = std::fs::read_to_string(&tx).unwrap();
-    let planted = text.replacen(
+    plant(
+        &dir.join("states/tx.yaml"),
         "    then: taxable on 80% of base\n    from: 2024-01-01\n    cite: Tex. Tax Code §151.0035, §151.0038, §151.351",
         "    then: taxable\n    from: 2024-01-01\n    cite: Tex. Tax Code §151.0035, §151.0038, §151.351",
-        1,
     );
-    assert_ne!(text, planted);
-    std::fs::write(&tx, planted).unwrap();
     let reg_file = dir.join("registry.yaml");
     let r = std::fs::read_to_string(&reg_file).unwrap().replace("version: 1.5.0\nengine", "version: 1.5.1\nengine")
         + "  - date: 2026-11-21\n    version: 1.5.1\n    summary: planted change for the diff test (Texas data processing at 100%)\n";
@@ -46,11 +50,7 @@ fn the_semantic_diff_shows_a_planted_gains_change() {
     let src = common::rules_dir();
     let (_tmp, dir) = common::rules_copy();
     // Planted: Wisconsin excludes 40% of long-term gain instead of 30%.
-    let wi = dir.join("gains/states/wi.yaml");
-    let text = std::fs::read_to_string(&wi).unwrap();
-    let planted = text.replace("long_term_exclusion: 30%", "long_term_exclusion: 40%");
-    assert_ne!(text, planted);
-    std::fs::write(&wi, planted).unwrap();
+    plant(&dir.join("gains/states/wi.yaml"), "long_term_exclusion: 30%", "long_term_exclusion: 40%");
     let old = load_dir(&src).0.expect("old rules");
     let new = load_dir(&dir).0.expect("new rules");
     let report = diff_report(&old, &new, NaiveDate::from_ymd_opt(2026, 6, 1).unwrap());
