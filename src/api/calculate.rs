@@ -126,7 +126,7 @@ impl AppState {
         }
         let result = match parse_live(value, "") {
             Ok(live) => {
-                let entry = Entry { live, external_tx_id: None, metadata: None };
+                let entry = Entry::new(live, None, None);
                 let source = Source::Calculate { idempotency_key: idem.clone() };
                 let job = RecordJob { key_id: owner.key_id.clone(), entity_id: owner.entity_id.clone(), entries: vec![entry], source, now_ms: self.clock.now_ms() };
                 self.record(job).await.map(|r| r.response)

@@ -253,7 +253,7 @@ impl AppState {
         // The same external id twice in one batch is the caller's retry folded in: the second is its duplicate.
         let now_ms = s.clock.now_ms();
         let shown: Vec<(Option<String>, Option<Map<String, Value>>)> = items.iter().map(|i| (i.external_tx_id.clone(), i.metadata.clone())).collect();
-        let entries = items.into_iter().map(|i| Entry { live: i.live, external_tx_id: i.external_tx_id, metadata: i.metadata }).collect();
+        let entries = items.into_iter().map(|i| Entry::new(i.live, i.external_tx_id, i.metadata)).collect();
         let recorded = s.record(RecordJob { key_id: key.key_id.clone(), entity_id: key.entity_id.clone(), entries, source: Source::Ingest, now_ms }).await?;
         let mut out = Vec::new();
         let (mut written, mut duplicates) = (0u32, 0u32);
@@ -264,8 +264,9 @@ impl AppState {
                     duplicates += 1;
                     out.push(record_view(&row, index));
                 }
-                EntryOutcome::New { body } => {
+                EntryOutcome::New { calculation } => {
                     written += 1;
+                    let body: Value = serde_json::from_str(&calculation).map_err(|e| ApiError::internal(format!("stored calculation: {e}")))?;
                     let id = body.get("transaction_id").cloned().unwrap_or(Value::Null);
                     out.push(ingested(index, &id, ext.as_deref(), false, now_ms, metadata.map(Value::Object).unwrap_or(Value::Null), body));
                 }

@@ -43,11 +43,13 @@ pub struct AppState {
     pub recorder: recorder::Recorder,
     /// API keys looked up by this instance, for the calls the ledger batch checks again.
     pub keys: auth::KeyCache,
+    /// Accounts' nexus as this instance's ledger batches last read it, for determining calls ahead of the batch.
+    pub nexus_seen: recorder::NexusSeen,
 }
 
 impl AppState {
     pub fn new(store: Store, registry: Arc<Registry>, clock: Clock, limits: Limits, data_key: DataKey) -> AppState {
-        AppState { store, registry, clock, limits, data_key, recorder: recorder::recorder(), keys: Default::default() }
+        AppState { store, registry, clock, limits, data_key, recorder: recorder::recorder(), keys: Default::default(), nexus_seen: Default::default() }
     }
 }
 

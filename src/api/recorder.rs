@@ -28,14 +28,16 @@ use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use sea_orm::ConnectionTrait;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::calculate::{iso, LiveRequest};
 use super::error::ApiError;
 use super::limits::{allowance, monthly_call};
 use super::{AppState, API_VERSION};
 use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
-use crate::engine::{determine, render, Input};
+use crate::engine::render::FullText;
+use crate::engine::{determine, Determination, Input, Request};
+use crate::rules::registry::Registry;
 use crate::rules::schema::state_index;
 use crate::security::new_ordered_id;
 use crate::store::entity::{counter, entity, nexus_state, state_revenue, transaction, vendor_ytd};
@@ -62,6 +64,66 @@ pub struct Entry {
     pub live: LiveRequest,
     pub external_tx_id: Option<String>,
     pub metadata: Option<Map<String, Value>>,
+    /// Determined and rendered in the caller's task, before the batch (see [`Prepared`]).
+    prepared: Option<Prepared>,
+}
+
+impl Entry {
+    pub fn new(live: LiveRequest, external_tx_id: Option<String>, metadata: Option<Map<String, Value>>) -> Entry {
+        Entry { live, external_tx_id, metadata, prepared: None }
+    }
+}
+
+/// An account's nexus as the engine takes it: `None` until the account has configured any.
+type Nexus = Arc<Option<BTreeMap<usize, bool>>>;
+
+/// An entry determined and rendered ahead of its batch, from the account's nexus as this instance last read it,
+/// so that the batch (one at a time) does not spend its time there. The batch uses it when the nexus it reads
+/// in its transaction is the same (otherwise it determines the entry again), and settles the two parts that
+/// the counterparty's 1099 total decides (`Determination::with_vendor_prior`).
+struct Prepared {
+    nexus: Nexus,
+    det: Determination,
+    transaction_id: String,
+    text: FullText,
+}
+
+/// Each account's nexus as this instance's last batch read it, for preparing entries. It only saves work: the
+/// batch compares it with what it reads.
+#[derive(Default)]
+pub struct NexusSeen(std::sync::Mutex<HashMap<String, Nexus>>);
+
+/// Accounts remembered at most; the map starts afresh past it.
+const NEXUS_SEEN_SIZE: usize = 10_000;
+
+impl NexusSeen {
+    fn get(&self, entity_id: &str) -> Option<Nexus> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(entity_id).cloned()
+    }
+
+    fn put(&self, entity_id: &str, nexus: &Nexus) {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() >= NEXUS_SEEN_SIZE && !m.contains_key(entity_id) {
+            m.clear();
+        }
+        match m.get_mut(entity_id) {
+            Some(seen) if **seen == **nexus => {}
+            Some(seen) => *seen = nexus.clone(),
+            None => {
+                m.insert(entity_id.to_string(), nexus.clone());
+            }
+        }
+    }
+}
+
+/// Determines an entry with the nexus given, its 1099 parts left to settle, and renders it with the API's members.
+fn prepare(registry: &Registry, entity_id: &str, now_ms: i64, nexus: Nexus, req: &Request) -> Result<Prepared, ApiError> {
+    let input = Input { request: req, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(now_ms) };
+    let det = determine(registry, &input).map_err(|err| ApiError::internal(format!("{err:?}")))?;
+    let transaction_id = new_ordered_id("tx", now_ms);
+    let extra = [("transaction_id", transaction_id.as_str()), ("timestamp", &iso(now_ms)), ("entity_id", entity_id), ("mode", "live"), ("api_version", API_VERSION)];
+    let text = FullText::new(&det, &extra);
+    Ok(Prepared { nexus, det, transaction_id, text })
 }
 
 pub enum Source {
@@ -82,8 +144,8 @@ pub struct RecordJob {
 
 /// What became of one entry.
 pub enum EntryOutcome {
-    /// Written now; the full calculate body.
-    New { body: Value },
+    /// Written now; the full calculate body's text, as stored.
+    New { calculation: String },
     /// Already in the ledger (or earlier in this request): the original row, not written again.
     Duplicate(transaction::Model),
 }
@@ -127,7 +189,13 @@ struct Known {
 
 impl AppState {
     /// Determines and records a job's entries (in a batch with whatever else is waiting) and answers once they are committed.
-    pub async fn record(self: &Arc<Self>, job: RecordJob) -> Result<Recorded, ApiError> {
+    pub async fn record(self: &Arc<Self>, mut job: RecordJob) -> Result<Recorded, ApiError> {
+        if let Some(nexus) = self.nexus_seen.get(&job.entity_id) {
+            for entry in &mut job.entries {
+                // (One that fails is determined again in the batch, which answers the failure.)
+                entry.prepared = prepare(&self.registry, &job.entity_id, job.now_ms, nexus.clone(), &entry.live.request).ok();
+            }
+        }
         let state = self.clone();
         let applied = self
             .recorder
@@ -262,51 +330,57 @@ impl AppState {
             return Ok(None);
         }
         let priors = Store::totals_before(&payments, answers.models::<vendor_ytd::Model>(vendor, "").map_err(StoreError::from)?);
-        let mut nexus: HashMap<&str, BTreeMap<usize, bool>> = HashMap::new();
+        let mut maps: HashMap<&str, BTreeMap<usize, bool>> = HashMap::new();
         for a in owners.values().filter(|a| a.nexus_configured) {
-            nexus.insert(a.id.as_str(), BTreeMap::new());
+            maps.insert(a.id.as_str(), BTreeMap::new());
         }
         for r in answers.models::<nexus_state::Model>(nexus_at..nexus_at + 1, "").map_err(StoreError::from)? {
-            if let (Some(map), Some(i)) = (nexus.get_mut(r.entity_id.as_str()), state_index(&r.state)) {
+            if let (Some(map), Some(i)) = (maps.get_mut(r.entity_id.as_str()), state_index(&r.state)) {
                 map.insert(i, r.has_nexus);
             }
+        }
+        let mut nexus: HashMap<&str, Nexus> = HashMap::new();
+        for a in owners.values() {
+            let n: Nexus = Arc::new(maps.remove(a.id.as_str()));
+            self.nexus_seen.put(&a.id, &n);
+            nexus.insert(a.id.as_str(), n);
         }
         let mut revenue = match revenue_at {
             Some(at) => answers.models::<state_revenue::Model>(at..at + 1, "").map_err(StoreError::from)?,
             None => Vec::new(),
         };
 
-        // The determinations, and the rows and sales they make.
-        let mut bodies = Vec::with_capacity(news.len());
+        // The determinations (made before the batch where the nexus they used is still the account's), settled
+        // with the 1099 totals, and the rows and sales they make.
         let mut rows = Vec::with_capacity(news.len());
         let mut sales = Vec::new();
         for (n, &(i, e)) in news.iter().enumerate() {
             let (job, entry) = (&jobs[i], &jobs[i].entries[e]);
             let req = &entry.live.request;
             let today = day(job.now_ms);
-            let input = Input { request: req, nexus: nexus.get(job.entity_id.as_str()), vendor_ytd: Some(from_micros(priors[n]).normalize()), as_of: today };
-            let det = match determine(&self.registry, &input) {
-                Ok(det) => det,
-                Err(err) => {
-                    known.failed.insert(i, ApiError::internal(format!("{err:?}")));
-                    return Ok(None);
-                }
+            let account_nexus = nexus.get(job.entity_id.as_str()).cloned().unwrap_or_default();
+            let redone;
+            let prepared = match &entry.prepared {
+                Some(p) if *p.nexus == *account_nexus => p,
+                _ => match prepare(&self.registry, &job.entity_id, job.now_ms, account_nexus, req) {
+                    Ok(p) => {
+                        redone = p;
+                        &redone
+                    }
+                    Err(err) => {
+                        known.failed.insert(i, err);
+                        return Ok(None);
+                    }
+                },
             };
-            let id = new_ordered_id("tx", job.now_ms);
-            let mut body = render::full(&det);
-            if let Some(o) = body.as_object_mut() {
-                o.insert("transaction_id".into(), json!(id));
-                o.insert("timestamp".into(), json!(iso(job.now_ms)));
-                o.insert("entity_id".into(), json!(job.entity_id));
-                o.insert("mode".into(), json!("live"));
-                o.insert("api_version".into(), json!(API_VERSION));
-            }
+            let det = &prepared.det;
+            let (tracking, advisories) = det.with_vendor_prior(&self.registry, req, from_micros(priors[n]).normalize());
             if det.role == "seller" && det.counts_toward_nexus_threshold != Some(false) {
                 let month = today.year() * 100 + today.month() as i32;
                 sales.push(Sale { entity_id: &job.entity_id, state: det.buyer_state, month, micros: payments[n].micros });
             }
             rows.push(transaction::Model {
-                id,
+                id: prepared.transaction_id.clone(),
                 entity_id: job.entity_id.clone(),
                 created_at: job.now_ms,
                 role: det.role.to_string(),
@@ -323,9 +397,8 @@ impl AppState {
                 .to_string(),
                 metadata: entry.metadata.as_ref().map(|m| Value::Object(m.clone()).to_string()),
                 request: entry.live.raw.to_string(),
-                result: body.to_string(),
+                result: prepared.text.with(tracking.as_ref(), &advisories),
             });
-            bodies.push(body);
         }
         add_sales(&mut revenue, &sales);
 
@@ -356,14 +429,15 @@ impl AppState {
                 .map(|slot| match slot {
                     Slot::Existing(row) => EntryOutcome::Duplicate(row),
                     Slot::SameAs(n) => EntryOutcome::Duplicate(rows[n].clone()),
-                    Slot::New(n) => EntryOutcome::New { body: std::mem::take(&mut bodies[n]) },
+                    Slot::New(n) => EntryOutcome::New { calculation: rows[n].result.clone() },
                 })
                 .collect();
             let mut response = String::new();
             if let Source::Calculate { idempotency_key } = &job.source {
                 let today = day(job.now_ms);
                 let alerts = alerts_memo.entry((job.entity_id.as_str(), today)).or_insert_with(|| {
-                    let alerts = alerts_from(&self.registry, &job.entity_id, &revenue, nexus.get(job.entity_id.as_str()).unwrap_or(&no_nexus), today);
+                    let account_nexus = nexus.get(job.entity_id.as_str()).and_then(|n| (**n).as_ref());
+                    let alerts = alerts_from(&self.registry, &job.entity_id, &revenue, account_nexus.unwrap_or(&no_nexus), today);
                     (!alerts.is_empty()).then(|| Value::Array(alerts).to_string())
                 });
                 response = match first_new {
@@ -400,7 +474,7 @@ impl AppState {
 }
 
 /// The rendered alerts of one account, from revenue rows (which may hold other accounts' too).
-fn alerts_from(registry: &crate::rules::registry::Registry, entity_id: &str, rows: &[state_revenue::Model], nexus: &BTreeMap<usize, bool>, today: NaiveDate) -> Vec<Value> {
+fn alerts_from(registry: &Registry, entity_id: &str, rows: &[state_revenue::Model], nexus: &BTreeMap<usize, bool>, today: NaiveDate) -> Vec<Value> {
     let from = nexus_alerts::earliest_month(today);
     let revenue: Vec<MonthRevenue> = rows
         .iter()

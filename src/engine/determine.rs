@@ -165,6 +165,8 @@ pub struct Determination {
     pub total_tax: Decimal,
     pub final_determination: String,
     pub tracking_1099: Option<Tracking1099>,
+    /// Where in `advisories` the 1099 threshold advisory goes (the only advisory the 1099 figures decide).
+    pub information_return_at: usize,
     pub confidence_score: u32,
     pub confidence_level: &'static str,
     pub confidence_factors: Vec<String>,
@@ -198,6 +200,22 @@ impl Determination {
         self.advisories.iter().map(|a| a.code.as_str()).collect()
     }
 
+    /// The 1099 block and the advisories as they would be had `prior` been paid to the counterparty earlier in
+    /// the tax year: nothing else in a determination depends on that figure, so a caller may determine before
+    /// it knows the figure and settle these two parts afterwards.
+    pub fn with_vendor_prior(&self, reg: &Registry, req: &Request, prior: Decimal) -> (Option<Tracking1099>, Vec<Advisory>) {
+        let tracking = tracking_1099(reg, req, self.as_of, Some(prior));
+        let mut advisories = self.advisories.clone();
+        let exceeded = tracking.as_ref().map_or(false, |t| t.threshold_exceeded);
+        let present = advisories.get(self.information_return_at).map_or(false, |a| a.code == INFORMATION_RETURN_ADVISORY);
+        if present && !exceeded {
+            advisories.remove(self.information_return_at);
+        } else if exceeded && !present && !advisories.iter().any(|a| a.code == INFORMATION_RETURN_ADVISORY) {
+            advisories.insert(self.information_return_at.min(advisories.len()), advisory(reg, INFORMATION_RETURN_ADVISORY, None));
+        }
+        (tracking, advisories)
+    }
+
     /// Ids of the rules that fired (taxability, sourcing, reclassification, special taxes).
     pub fn fired_rules(&self) -> Vec<&str> {
         let mut out: Vec<&str> = self.legs.iter().map(|l| l.rule_id.as_str()).collect();
@@ -220,12 +238,7 @@ impl Ctx<'_> {
         if self.advisories.iter().any(|a| a.code == code) {
             return;
         }
-        let (kind, message) = match self.reg.advisory(code) {
-            Some(def) => (def.kind.clone(), def.message.clone()),
-            None => ("information".to_string(), code.to_lowercase().replace('_', " ")),
-        };
-        let flagged = matches!(kind.as_str(), "nexus_warning" | "ambiguity" | "rate_fallback" | "input_warning" | "assumption");
-        self.advisories.push(Advisory { code: code.to_string(), kind, message, state, flagged });
+        self.advisories.push(advisory(self.reg, code, state));
     }
 
     fn trace(&mut self, stage: &'static str, rule: Option<&str>, result: impl Into<String>) {
@@ -235,6 +248,35 @@ impl Ctx<'_> {
     fn lower_confidence(&mut self, by: u32, why: impl Into<String>) {
         self.factors.push((why.into(), by));
     }
+}
+
+/// An advisory as the registry words it (a code it does not define reads as information).
+fn advisory(reg: &Registry, code: &str, state: Option<&'static str>) -> Advisory {
+    let (kind, message) = match reg.advisory(code) {
+        Some(def) => (def.kind.clone(), def.message.clone()),
+        None => ("information".to_string(), code.to_lowercase().replace('_', " ")),
+    };
+    let flagged = matches!(kind.as_str(), "nexus_warning" | "ambiguity" | "rate_fallback" | "input_warning" | "assumption");
+    Advisory { code: code.to_string(), kind, message, state, flagged }
+}
+
+const INFORMATION_RETURN_ADVISORY: &str = "INFORMATION_RETURN_THRESHOLD_REACHED";
+
+/// The counterparty's 1099 position after this payment, with `prior` paid to it earlier in the tax year.
+fn tracking_1099(reg: &Registry, req: &Request, as_of: NaiveDate, prior: Option<Decimal>) -> Option<Tracking1099> {
+    in_force(&reg.information_returns, as_of).map(|t| {
+        let total = req.vendor_ytd_override.or(prior).unwrap_or(Decimal::ZERO) + req.amount;
+        let exceeded = total >= t.value.threshold;
+        Tracking1099 {
+            counterparty_id: req.counterparty_id.clone(),
+            payment_this_transaction: req.amount,
+            vendor_ytd_total: total,
+            threshold: t.value.threshold,
+            threshold_exceeded: exceeded,
+            form_required: exceeded.then(|| t.value.form.clone()),
+            tax_year: as_of.year(),
+        }
+    })
 }
 
 fn name(list: &'static [&'static str], i: Option<u16>) -> &'static str {
@@ -634,22 +676,10 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
     let total_tax = own_tax + special_total;
 
     // 1099 tracking, by the transaction's tax year.
-    let tracking_1099 = in_force(&reg.information_returns, as_of).map(|t| {
-        let prior = req.vendor_ytd_override.or(input.vendor_ytd).unwrap_or(Decimal::ZERO);
-        let total = prior + req.amount;
-        let exceeded = total >= t.value.threshold;
-        Tracking1099 {
-            counterparty_id: req.counterparty_id.clone(),
-            payment_this_transaction: req.amount,
-            vendor_ytd_total: total,
-            threshold: t.value.threshold,
-            threshold_exceeded: exceeded,
-            form_required: exceeded.then(|| t.value.form.clone()),
-            tax_year: as_of.year(),
-        }
-    });
+    let tracking_1099 = tracking_1099(reg, req, as_of, input.vendor_ytd);
+    let information_return_at = cx.advisories.len();
     if tracking_1099.as_ref().map_or(false, |t| t.threshold_exceeded) {
-        cx.advise("INFORMATION_RETURN_THRESHOLD_REACHED", None);
+        cx.advise(INFORMATION_RETURN_ADVISORY, None);
     }
 
     // Advisories raised by facts.
@@ -751,6 +781,7 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
         total_tax,
         final_determination,
         tracking_1099,
+        information_return_at,
         confidence_score,
         confidence_level,
         confidence_factors,

@@ -1,10 +1,13 @@
-//! Renders a determination as the contract's JSON bodies: the full calculate response (without
-//! the fields the API adds: transaction_id, timestamp, entity_id, mode, api_version) and the demo body.
+//! Renders a determination as the contract's JSON bodies: the full calculate response, written as text
+//! (`FullText`; the API passes in the members it adds: transaction_id, timestamp, entity_id, mode,
+//! api_version), and the demo body.
+
+use std::fmt::Write;
 
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 
-use super::determine::{pct, Determination};
+use super::determine::{pct, Advisory, Determination, Tracking1099};
 use crate::rules::registry::Citation;
 
 pub const DISCLAIMER: &str = "Estimates for information only, computed from cited public law as of the date shown; not legal or tax advice. Confirm with a qualified professional before filing.";
@@ -25,143 +28,50 @@ fn rate(d: Decimal) -> Value {
     num(d.normalize())
 }
 
-fn cite(c: &Citation) -> Value {
-    match &c.url {
-        Some(u) => json!(format!("{} <{}>", c.cite, u)),
-        None => json!(c.cite),
-    }
-}
-
-fn tax_object(det: &Determination, amount: Decimal, kind: &str) -> Value {
-    let first = det.legs.first();
-    let mut o = Map::new();
-    o.insert("jurisdiction".into(), json!(det.jurisdiction));
-    o.insert("state".into(), json!(det.buyer_state));
-    o.insert("rate".into(), rate(first.map_or(Decimal::ZERO, |l| l.rate)));
-    o.insert("amount".into(), money(amount));
-    o.insert("type".into(), json!(kind));
-    if let Some(r) = first.and_then(|l| l.reason.clone()) {
-        o.insert("reason".into(), json!(r));
-        o.insert("exemption".into(), json!(first.map(|l| l.result.clone())));
-    }
-    if kind == "use_tax" {
-        o.insert("state_rate".into(), rate(det.applied_state_rate()));
-        o.insert("local_rate".into(), rate(det.local_rate));
-        o.insert("combined_rate".into(), rate(det.applied_combined_rate()));
-        o.insert("gross_amount".into(), money(det.amount));
-        o.insert("taxable_amount".into(), money(det.legs.iter().map(|l| if l.result == "taxable" { l.taxable_amount } else { Decimal::ZERO }).sum()));
-        o.insert("taxable_percentage".into(), num((first.map_or(Decimal::ONE, |l| l.base_share) * Decimal::from(100)).normalize()));
-        if det.seller_remitting == Some(true) {
-            o.insert("note".into(), json!("the seller collected and remitted the tax; no use tax is due"));
-        }
-    }
-    if det.legs.len() > 1 {
-        o.insert("legs".into(), Value::Array(det.legs.iter().map(|l| json!({
-            "leg": l.name, "amount": money(l.amount), "rate": rate(l.rate), "tax": money(l.tax), "rule": l.rule_id, "result": l.result,
-        })).collect()));
-    }
-    if det.role == "seller" && !det.has_nexus && !det.collected_by_marketplace {
-        o.insert("reason".into(), json!(format!("no nexus configured in {}", det.buyer_state)));
-    }
-    Value::Object(o)
-}
-
-/// The full response body, as the engine knows it.
+/// The full response body, as the engine knows it (for tools; the API writes `FullText`).
 pub fn full(det: &Determination) -> Value {
-    let mut o = Map::new();
-    o.insert("success".into(), json!(true));
-    o.insert("engine_version".into(), json!(det.engine_version));
-    o.insert("role".into(), json!(det.role));
-    o.insert("amount".into(), num(det.amount));
-    o.insert("buyer_state".into(), json!(det.buyer_state));
-    o.insert("buyer_zip".into(), json!(det.buyer_zip));
-    o.insert("seller_state".into(), json!(det.seller_state.unwrap_or("")));
-    o.insert("seller_zip".into(), json!(det.seller_zip));
-    o.insert("sourcing_rule".into(), json!(det.sourcing.as_str()));
-    o.insert("marketplace_role".into(), json!(det.marketplace_role));
-    o.insert("local_rate".into(), rate(det.local_rate));
-    o.insert("combined_rate".into(), rate(det.applied_combined_rate()));
-    o.insert("jurisdiction".into(), json!(det.jurisdiction));
-    o.insert("transaction_type".into(), json!(det.transaction_type));
-    o.insert("transaction_category".into(), json!(det.category));
-    o.insert("work_type".into(), json!(det.work_type));
-    o.insert("work_type_label".into(), json!(det.work_type_label));
-    o.insert("classification_basis".into(), json!(det.classification_basis));
-    o.insert("is_b2b".into(), json!(det.is_b2b));
-    o.insert("use_context".into(), json!(det.use_context));
-    o.insert("counterparty_id".into(), json!(det.counterparty_id));
-    o.insert("digital_content_type".into(), json!(det.digital_content_type));
-    o.insert("classification_facts".into(), Value::Object(det.classification_facts.clone()));
-    o.insert("sales_tax".into(), det.sales_tax.map_or(Value::Null, |a| tax_object(det, a, "sales_tax")));
-    o.insert("use_tax".into(), det.use_tax.map_or(Value::Null, |a| tax_object(det, a, "use_tax")));
-    o.insert(
-        "seller_remitting".into(),
-        match det.seller_remitting {
-            Some(true) => json!({"status": "collected", "source": "self_reported"}),
-            Some(false) => json!({"status": "not_collected", "source": "self_reported"}),
-            None => Value::Null,
-        },
-    );
-    o.insert(
-        "tracking_1099".into(),
-        det.tracking_1099.as_ref().map_or(Value::Null, |t| json!({
-            "counterparty_id": t.counterparty_id,
-            "payment_this_transaction": money(t.payment_this_transaction),
-            "vendor_ytd_total": money(t.vendor_ytd_total),
-            "threshold": money(t.threshold),
-            "threshold_exceeded": t.threshold_exceeded,
-            "form_required": t.form_required,
-            "tax_year": t.tax_year,
-        })),
-    );
-    o.insert("confidence".into(), json!({"score": det.confidence_score, "level": det.confidence_level, "factors": det.confidence_factors}));
-    o.insert(
-        "advisories".into(),
-        Value::Array(det.advisories.iter().map(|a| {
-            let mut m = json!({"type": a.kind, "advisory": a.message, "code": a.code, "flagged": a.flagged});
-            if let (Some(s), Some(obj)) = (a.state, m.as_object_mut()) {
-                obj.insert("state".into(), json!(s));
-            }
-            m
-        }).collect()),
-    );
-    o.insert(
-        "routing".into(),
-        Value::Array(det.routing.iter().map(|r| json!({"type": r.kind, "amount": money(r.amount), "destination": r.destination, "jurisdiction": r.jurisdiction})).collect()),
-    );
-    o.insert("total_tax".into(), money(det.total_tax));
-    o.insert("nexus_configured".into(), json!(det.nexus_configured));
-    o.insert("classification_note".into(), json!(classification_note(det)));
-    o.insert("disclaimer".into(), json!(DISCLAIMER));
-    o.insert("collected_by_marketplace".into(), json!(det.collected_by_marketplace));
-    if let Some(m) = det.marketplace_remitted_tax {
-        o.insert("marketplace_remitted_tax".into(), money(m));
-    }
-    if let Some(c) = det.counts_toward_nexus_threshold {
-        o.insert("counts_toward_nexus_threshold".into(), json!(c));
-    }
-    if let Some(cert) = &det.exemption_certificate {
-        o.insert("exemption".into(), json!({"type": "exemption_certificate", "certificate": cert}));
-    } else if let Some(l) = det.legs.iter().find(|l| l.result != "taxable") {
-        if det.legs.iter().all(|l| l.result != "taxable") {
-            o.insert("exemption".into(), json!({"type": l.result, "reason": l.reason, "citation": l.citation.cite}));
+    serde_json::from_str(&FullText::new(det, &[]).with(det.tracking_1099.as_ref(), &det.advisories)).unwrap_or(Value::Null)
+}
+
+/// The full body's text with its two 1099-dependent members (`tracking_1099`, `advisories`) left open, so that
+/// they can be settled later without writing the rest again: the ledger batch learns the counterparty's total
+/// last, and writes only these.
+pub struct FullText {
+    /// `{` and the members before `tracking_1099`.
+    head: String,
+    /// The members between `tracking_1099` and `advisories`.
+    middle: String,
+    /// The members after `advisories`, the extra ones, and `}`.
+    tail: String,
+}
+
+impl FullText {
+    /// `extra` string members (the API's transaction_id, timestamp, …) go at the end.
+    pub fn new(det: &Determination, extra: &[(&str, &str)]) -> FullText {
+        let (mut head, mut middle, mut tail) = (String::with_capacity(1024), String::with_capacity(256), String::with_capacity(4096));
+        write_head(&mut Obj::open(&mut head), det);
+        write_middle(&mut Obj::run(&mut middle), det);
+        let mut rest = Obj::run(&mut tail);
+        write_rest(&mut rest, det);
+        for (k, v) in extra {
+            rest.put(k, v);
         }
+        rest.close();
+        FullText { head, middle, tail }
     }
-    if let Some(t) = det.tax_if_nexus {
-        o.insert("tax_if_nexus".into(), json!({
-            "total_tax": money(t),
-            "combined_rate": rate(det.applied_combined_rate()),
-            "basis": format!("what {} would be due in {} with nexus ({})", money(t), det.buyer_state, det.legs.first().map(|l| l.rule_id.as_str()).unwrap_or("")),
-        }));
+
+    /// The body's text with these members.
+    pub fn with(&self, tracking: Option<&Tracking1099>, advisories: &[Advisory]) -> String {
+        let mut s = String::with_capacity(self.head.len() + self.middle.len() + self.tail.len() + 512);
+        s.push_str(&self.head);
+        write_tracking(&mut Obj { out: &mut s, empty: false }, tracking);
+        s.push(',');
+        s.push_str(&self.middle);
+        write_advisories(&mut Obj { out: &mut s, empty: false }, advisories);
+        s.push(',');
+        s.push_str(&self.tail);
+        s
     }
-    o.insert("b2b_detection".into(), json!({
-        "is_b2b": det.is_b2b,
-        "method": if det.classification_facts.contains_key("is_b2b") { "declared" } else { "default" },
-        "counterparty_principal": Value::Null,
-        "note": if det.classification_facts.contains_key("is_b2b") { "declared by the caller" } else { "not declared; treated as not business-to-business" },
-    }));
-    o.insert("audit_trail".into(), audit_trail(det));
-    Value::Object(o)
 }
 
 fn classification_note(det: &Determination) -> String {
@@ -173,70 +83,6 @@ fn classification_note(det: &Determination) -> String {
         s += &format!("; outside sales tax: {note}");
     }
     s
-}
-
-fn audit_trail(det: &Determination) -> Value {
-    let mut chain = vec![json!({
-        "level": "state", "name": det.buyer_state_name, "rate": rate(det.state_rate),
-        "applied": det.legs.iter().any(|l| l.result == "taxable"), "source": cite(&det.state_rate_citation),
-    })];
-    let local_applied = det.legs.iter().any(|l| l.result == "taxable" && !l.local_rate.is_zero());
-    for l in &det.layers {
-        chain.push(json!({"level": "local", "layer": l.level, "name": l.name, "rate": rate(l.rate), "applied": local_applied, "source": cite(&l.citation)}));
-    }
-    for s in &det.special {
-        chain.push(json!({"level": "special_rule", "name": s.name, "rate": rate(s.rate), "applied": !s.tax.is_zero(), "source": cite(&s.citation)}));
-    }
-    let first = det.legs.first();
-    let mut taxability = json!({
-        "source": first.map(|l| cite(&l.citation)).unwrap_or(Value::Null),
-        "state": det.buyer_state,
-        "category": det.category,
-        "taxable": det.legs.iter().any(|l| l.result == "taxable"),
-        "note": first.map(|l| match &l.reason { Some(r) => format!("{}: {r}", l.rule_id), None => format!("{}: taxable at {} on {}% of the amount", l.rule_id, pct(l.rate), (l.base_share * Decimal::from(100)).normalize()) }),
-        "digital_content_type_override": det.digital_content_type_applied.then_some(det.digital_content_type).flatten(),
-        "digital_content_type_rule": det.digital_content_type_rule,
-    });
-    if let (Some(l), Some(t)) = (first, taxability.as_object_mut()) {
-        if !l.readings.is_empty() {
-            t.insert("ambiguous_readings".into(), Value::Array(l.readings.iter().map(|(d, tax, c)| json!({"reading": d, "tax": money(*tax), "source": cite(c)})).collect()));
-        }
-    }
-    let mut exemptions = vec![];
-    for step in det.trace.iter().filter(|s| s.stage == "taxability" || s.stage == "exemption" || s.stage == "nexus" || s.stage == "marketplace") {
-        exemptions.push(json!({"check": step.rule.clone().unwrap_or_else(|| step.stage.to_string()), "result": step.result, "detail": step.stage}));
-    }
-    let mut refs = vec![];
-    for l in &det.legs {
-        refs.push(json!({"id": l.rule_id, "settlement": cite(&l.citation), "note": l.note}));
-    }
-    refs.push(json!({"id": det.sourcing_rule, "settlement": cite(&det.sourcing_citation), "note": format!("{} sourcing", det.sourcing.as_str())}));
-    for s in &det.special {
-        refs.push(json!({"id": s.id, "settlement": cite(&s.citation), "note": s.name}));
-    }
-    if let Some(r) = &det.reclassified_by {
-        refs.push(json!({"id": r, "settlement": "levy classification.yaml", "note": "reclassification"}));
-    }
-    json!({
-        "engine_version": det.engine_version,
-        "rules_version": det.rules_version,
-        "as_of": det.as_of.to_string(),
-        "jurisdiction_chain": chain,
-        "combined_rate": rate(det.applied_combined_rate()),
-        "classification": {
-            "input_transaction_type": det.transaction_type,
-            "input_work_type": det.input_work_type,
-            "resolved_work_type": det.work_type,
-            "work_type_source": det.work_type_source,
-            "economic_category": det.category,
-            "label": det.work_type_label,
-            "digital_content_type_applied": det.digital_content_type_applied,
-        },
-        "taxability": taxability,
-        "exemptions_evaluated": exemptions,
-        "final_determination": det.final_determination,
-        "policy_references": refs,
-    })
 }
 
 /// The demo body (keyless calls): totals without the breakdown.
@@ -272,4 +118,413 @@ pub fn demo(det: &Determination) -> Value {
         }
     }
     o
+}
+
+// The full body is written as text member by member, without building a `Value` first (it is the keyed hot
+// path): the same text serde_json writes for the same members in the same order, compact, strings escaped
+// alike, decimals as their exact digits (as `num` gives them).
+
+/// A value as JSON text.
+trait Js {
+    fn put(&self, out: &mut String);
+}
+
+impl Js for str {
+    fn put(&self, out: &mut String) {
+        escaped(out, self);
+    }
+}
+
+impl<T: Js + ?Sized> Js for &T {
+    fn put(&self, out: &mut String) {
+        (**self).put(out);
+    }
+}
+
+impl Js for String {
+    fn put(&self, out: &mut String) {
+        escaped(out, self);
+    }
+}
+
+impl Js for bool {
+    fn put(&self, out: &mut String) {
+        out.push_str(if *self { "true" } else { "false" });
+    }
+}
+
+impl Js for u32 {
+    fn put(&self, out: &mut String) {
+        let _ = write!(out, "{self}");
+    }
+}
+
+impl Js for i32 {
+    fn put(&self, out: &mut String) {
+        let _ = write!(out, "{self}");
+    }
+}
+
+impl<T: Js> Js for Option<T> {
+    fn put(&self, out: &mut String) {
+        match self {
+            Some(v) => v.put(out),
+            None => out.push_str("null"),
+        }
+    }
+}
+
+impl<T: Js> Js for [T] {
+    fn put(&self, out: &mut String) {
+        out.push('[');
+        for (i, v) in self.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            v.put(out);
+        }
+        out.push(']');
+    }
+}
+
+impl Js for Map<String, Value> {
+    fn put(&self, out: &mut String) {
+        out.push_str(&serde_json::to_string(self).unwrap_or_else(|_| "{}".into()));
+    }
+}
+
+/// A decimal as a JSON number, exactly its digits (as `num`).
+struct Num(Decimal);
+
+impl Js for Num {
+    fn put(&self, out: &mut String) {
+        let _ = write!(out, "{}", self.0);
+    }
+}
+
+/// Money, with exactly two decimals (as `money`).
+fn cents(d: Decimal) -> Num {
+    let mut c = super::money::cents(d);
+    c.rescale(2);
+    Num(c)
+}
+
+/// A rate, without trailing zeros (as `rate`).
+fn ratio(d: Decimal) -> Num {
+    Num(d.normalize())
+}
+
+/// A citation as text: the cite, then its address in angle brackets.
+struct Cite<'a>(&'a Citation);
+
+impl Js for Cite<'_> {
+    fn put(&self, out: &mut String) {
+        match &self.0.url {
+            Some(u) => escaped(out, &format!("{} <{}>", self.0.cite, u)),
+            None => escaped(out, &self.0.cite),
+        }
+    }
+}
+
+/// A JSON string, escaped as serde_json escapes it: quote, backslash and control characters.
+fn escaped(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if esc.is_empty() {
+            let _ = write!(out, "\\u{:04x}", b);
+        } else {
+            out.push_str(esc);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+/// An object being written: its members in order.
+struct Obj<'a> {
+    out: &'a mut String,
+    empty: bool,
+}
+
+impl<'a> Obj<'a> {
+    fn open(out: &'a mut String) -> Obj<'a> {
+        out.push('{');
+        Obj { out, empty: true }
+    }
+
+    /// Members written into `out` without the braces (a run of a larger object).
+    fn run(out: &'a mut String) -> Obj<'a> {
+        Obj { out, empty: true }
+    }
+
+    fn close(self) {
+        self.out.push('}');
+    }
+
+    fn key(&mut self, k: &str) -> &mut String {
+        if !self.empty {
+            self.out.push(',');
+        }
+        self.empty = false;
+        self.out.push('"');
+        self.out.push_str(k);
+        self.out.push_str("\":");
+        self.out
+    }
+
+    fn put<V: Js + ?Sized>(&mut self, k: &str, v: &V) -> &mut Self {
+        v.put(self.key(k));
+        self
+    }
+
+    fn obj(&mut self, k: &str, f: impl FnOnce(&mut Obj)) -> &mut Self {
+        let mut o = Obj::open(self.key(k));
+        f(&mut o);
+        o.close();
+        self
+    }
+
+    /// An array of objects, one per item.
+    fn list<T>(&mut self, k: &str, items: impl IntoIterator<Item = T>, mut f: impl FnMut(&mut Obj, T)) -> &mut Self {
+        let out = self.key(k);
+        out.push('[');
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let mut o = Obj::open(out);
+            f(&mut o, item);
+            o.close();
+        }
+        out.push(']');
+        self
+    }
+}
+
+fn write_tax(o: &mut Obj, det: &Determination, amount: Decimal, kind: &str) {
+    let first = det.legs.first();
+    o.put("jurisdiction", &det.jurisdiction).put("state", det.buyer_state).put("rate", &ratio(first.map_or(Decimal::ZERO, |l| l.rate))).put("amount", &cents(amount)).put("type", kind);
+    // Without nexus a seller's reason replaces the leg's (in the leg reason's place when there is one).
+    let nexus_reason = (det.role == "seller" && !det.has_nexus && !det.collected_by_marketplace).then(|| format!("no nexus configured in {}", det.buyer_state));
+    let leg_reason = first.and_then(|l| l.reason.as_ref());
+    if let (Some(r), Some(l)) = (leg_reason, first) {
+        o.put("reason", nexus_reason.as_ref().unwrap_or(r)).put("exemption", &l.result);
+    }
+    if kind == "use_tax" {
+        o.put("state_rate", &ratio(det.applied_state_rate())).put("local_rate", &ratio(det.local_rate)).put("combined_rate", &ratio(det.applied_combined_rate())).put("gross_amount", &cents(det.amount));
+        o.put("taxable_amount", &cents(det.legs.iter().map(|l| if l.result == "taxable" { l.taxable_amount } else { Decimal::ZERO }).sum()));
+        o.put("taxable_percentage", &Num((first.map_or(Decimal::ONE, |l| l.base_share) * Decimal::from(100)).normalize()));
+        if det.seller_remitting == Some(true) {
+            o.put("note", "the seller collected and remitted the tax; no use tax is due");
+        }
+    }
+    if det.legs.len() > 1 {
+        o.list("legs", &det.legs, |o, l| {
+            o.put("leg", l.name).put("amount", &cents(l.amount)).put("rate", &ratio(l.rate)).put("tax", &cents(l.tax)).put("rule", &l.rule_id).put("result", &l.result);
+        });
+    }
+    if let (Some(r), None) = (&nexus_reason, leg_reason) {
+        o.put("reason", r);
+    }
+}
+
+fn write_tax_member(o: &mut Obj, det: &Determination, k: &str, amount: Option<Decimal>) {
+    match amount {
+        Some(a) => o.obj(k, |o| write_tax(o, det, a, k)),
+        None => o.put(k, &None::<bool>),
+    };
+}
+
+fn write_tracking(o: &mut Obj, t: Option<&Tracking1099>) {
+    match t {
+        Some(t) => o.obj("tracking_1099", |o| {
+            o.put("counterparty_id", &t.counterparty_id).put("payment_this_transaction", &cents(t.payment_this_transaction)).put("vendor_ytd_total", &cents(t.vendor_ytd_total));
+            o.put("threshold", &cents(t.threshold)).put("threshold_exceeded", &t.threshold_exceeded).put("form_required", &t.form_required).put("tax_year", &t.tax_year);
+        }),
+        None => o.put("tracking_1099", &None::<bool>),
+    };
+}
+
+fn write_advisories(o: &mut Obj, list: &[Advisory]) {
+    o.list("advisories", list, |o, a| {
+        o.put("type", &a.kind).put("advisory", &a.message).put("code", &a.code).put("flagged", &a.flagged);
+        if let Some(s) = a.state {
+            o.put("state", s);
+        }
+    });
+}
+
+fn write_head(o: &mut Obj, det: &Determination) {
+    o.put("success", &true).put("engine_version", &det.engine_version).put("role", det.role).put("amount", &Num(det.amount));
+    o.put("buyer_state", det.buyer_state).put("buyer_zip", &det.buyer_zip).put("seller_state", det.seller_state.unwrap_or("")).put("seller_zip", &det.seller_zip);
+    o.put("sourcing_rule", det.sourcing.as_str()).put("marketplace_role", det.marketplace_role).put("local_rate", &ratio(det.local_rate)).put("combined_rate", &ratio(det.applied_combined_rate()));
+    o.put("jurisdiction", &det.jurisdiction).put("transaction_type", det.transaction_type).put("transaction_category", det.category).put("work_type", det.work_type);
+    o.put("work_type_label", &det.work_type_label).put("classification_basis", &det.classification_basis).put("is_b2b", &det.is_b2b).put("use_context", &det.use_context);
+    o.put("counterparty_id", &det.counterparty_id).put("digital_content_type", &det.digital_content_type).put("classification_facts", &det.classification_facts);
+    write_tax_member(o, det, "sales_tax", det.sales_tax);
+    write_tax_member(o, det, "use_tax", det.use_tax);
+    match det.seller_remitting {
+        Some(collected) => o.obj("seller_remitting", |o| {
+            o.put("status", if collected { "collected" } else { "not_collected" }).put("source", "self_reported");
+        }),
+        None => o.put("seller_remitting", &None::<bool>),
+    };
+}
+
+fn write_middle(o: &mut Obj, det: &Determination) {
+    o.obj("confidence", |o| {
+        o.put("score", &det.confidence_score).put("level", det.confidence_level).put("factors", det.confidence_factors.as_slice());
+    });
+}
+
+fn write_rest(o: &mut Obj, det: &Determination) {
+    o.list("routing", &det.routing, |o, r| {
+        o.put("type", r.kind).put("amount", &cents(r.amount)).put("destination", &r.destination).put("jurisdiction", &r.jurisdiction);
+    });
+    o.put("total_tax", &cents(det.total_tax)).put("nexus_configured", &det.nexus_configured).put("classification_note", &classification_note(det));
+    o.put("disclaimer", DISCLAIMER).put("collected_by_marketplace", &det.collected_by_marketplace);
+    if let Some(m) = det.marketplace_remitted_tax {
+        o.put("marketplace_remitted_tax", &cents(m));
+    }
+    if let Some(c) = det.counts_toward_nexus_threshold {
+        o.put("counts_toward_nexus_threshold", &c);
+    }
+    if let Some(cert) = &det.exemption_certificate {
+        o.obj("exemption", |o| {
+            o.put("type", "exemption_certificate").put("certificate", cert);
+        });
+    } else if let Some(l) = det.legs.iter().find(|l| l.result != "taxable") {
+        if det.legs.iter().all(|l| l.result != "taxable") {
+            o.obj("exemption", |o| {
+                o.put("type", &l.result).put("reason", &l.reason).put("citation", &l.citation.cite);
+            });
+        }
+    }
+    if let Some(t) = det.tax_if_nexus {
+        o.obj("tax_if_nexus", |o| {
+            let rule = det.legs.first().map(|l| l.rule_id.as_str()).unwrap_or("");
+            let mut total = String::new();
+            cents(t).put(&mut total);
+            o.put("total_tax", &cents(t)).put("combined_rate", &ratio(det.applied_combined_rate()));
+            o.put("basis", &format!("what {total} would be due in {} with nexus ({rule})", det.buyer_state));
+        });
+    }
+    let declared = det.classification_facts.contains_key("is_b2b");
+    o.obj("b2b_detection", |o| {
+        o.put("is_b2b", &det.is_b2b).put("method", if declared { "declared" } else { "default" }).put("counterparty_principal", &None::<bool>);
+        o.put("note", if declared { "declared by the caller" } else { "not declared; treated as not business-to-business" });
+    });
+    o.obj("audit_trail", |o| write_audit_trail(o, det));
+}
+
+fn write_audit_trail(o: &mut Obj, det: &Determination) {
+    let taxable = det.legs.iter().any(|l| l.result == "taxable");
+    o.put("engine_version", &det.engine_version).put("rules_version", &det.rules_version).put("as_of", &det.as_of.to_string());
+    let out = o.key("jurisdiction_chain");
+    out.push('[');
+    let mut state = Obj::open(out);
+    state.put("level", "state").put("name", &det.buyer_state_name).put("rate", &ratio(det.state_rate)).put("applied", &taxable).put("source", &Cite(&det.state_rate_citation));
+    state.close();
+    let local_applied = det.legs.iter().any(|l| l.result == "taxable" && !l.local_rate.is_zero());
+    for l in &det.layers {
+        out.push(',');
+        let mut o = Obj::open(out);
+        o.put("level", "local").put("layer", &l.level).put("name", &l.name).put("rate", &ratio(l.rate)).put("applied", &local_applied).put("source", &Cite(&l.citation));
+        o.close();
+    }
+    for s in &det.special {
+        out.push(',');
+        let mut o = Obj::open(out);
+        o.put("level", "special_rule").put("name", &s.name).put("rate", &ratio(s.rate)).put("applied", &!s.tax.is_zero()).put("source", &Cite(&s.citation));
+        o.close();
+    }
+    out.push(']');
+    o.put("combined_rate", &ratio(det.applied_combined_rate()));
+    o.obj("classification", |o| {
+        o.put("input_transaction_type", det.transaction_type).put("input_work_type", &det.input_work_type).put("resolved_work_type", det.work_type);
+        o.put("work_type_source", det.work_type_source).put("economic_category", det.category).put("label", &det.work_type_label);
+        o.put("digital_content_type_applied", &det.digital_content_type_applied);
+    });
+    let first = det.legs.first();
+    o.obj("taxability", |o| {
+        o.put("source", &first.map(|l| Cite(&l.citation))).put("state", det.buyer_state).put("category", det.category).put("taxable", &taxable);
+        let note = first.map(|l| match &l.reason {
+            Some(r) => format!("{}: {r}", l.rule_id),
+            None => format!("{}: taxable at {} on {}% of the amount", l.rule_id, pct(l.rate), (l.base_share * Decimal::from(100)).normalize()),
+        });
+        o.put("note", &note).put("digital_content_type_override", &det.digital_content_type_applied.then_some(det.digital_content_type).flatten());
+        o.put("digital_content_type_rule", &det.digital_content_type_rule);
+        if let Some(l) = first.filter(|l| !l.readings.is_empty()) {
+            o.list("ambiguous_readings", &l.readings, |o, (d, tax, c)| {
+                o.put("reading", d).put("tax", &cents(*tax)).put("source", &Cite(c));
+            });
+        }
+    });
+    let checked = det.trace.iter().filter(|s| matches!(s.stage, "taxability" | "exemption" | "nexus" | "marketplace"));
+    o.list("exemptions_evaluated", checked, |o, step| {
+        o.put("check", step.rule.as_deref().unwrap_or(step.stage)).put("result", &step.result).put("detail", step.stage);
+    });
+    o.put("final_determination", &det.final_determination);
+    let out = o.key("policy_references");
+    out.push('[');
+    let mut refs = Vec::new();
+    for l in &det.legs {
+        refs.push((l.rule_id.as_str(), Cite(&l.citation), l.note.clone()));
+    }
+    refs.push((det.sourcing_rule.as_str(), Cite(&det.sourcing_citation), Some(format!("{} sourcing", det.sourcing.as_str()))));
+    for s in &det.special {
+        refs.push((s.id.as_str(), Cite(&s.citation), Some(s.name.clone())));
+    }
+    for (i, (id, settlement, note)) in refs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let mut o = Obj::open(out);
+        o.put("id", id).put("settlement", settlement).put("note", note);
+        o.close();
+    }
+    if let Some(r) = &det.reclassified_by {
+        out.push(',');
+        let mut o = Obj::open(out);
+        o.put("id", r).put("settlement", "levy classification.yaml").put("note", "reclassification");
+        o.close();
+    }
+    out.push(']');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_and_numbers_are_written_as_serde_json_writes_them() {
+        for text in ["plain", "", "quote \" and backslash \\", "\n\r\t\u{8}\u{c}", "\u{0}\u{1}\u{1f} \u{7f}", "é ü § 😀 中文", "</script>"] {
+            let mut out = String::new();
+            text.put(&mut out);
+            assert_eq!(out, serde_json::to_string(text).unwrap(), "{text:?}");
+        }
+        for d in ["66.00", "0.0825", "-1.5", "0", "2000.00", "100.5", "0.000001", "79228162514264337593543950335"] {
+            let d: Decimal = d.parse().unwrap();
+            let mut out = String::new();
+            Num(d).put(&mut out);
+            assert_eq!(out, num(d).to_string(), "{d}");
+        }
+        let mut out = String::new();
+        cents("6.625".parse().unwrap()).put(&mut out);
+        assert_eq!(out, money("6.625".parse().unwrap()).to_string());
+    }
 }

@@ -3,20 +3,23 @@
 //! statements, instead of one transaction (and its lock, round trips and commit) per request.
 //!
 //! There is no background task to start or stop. Each caller queues its job and then either receives
-//! its result or, when fewer than the allowed number of batches are running, leads: it takes what is
-//! queued (its own job among it, oldest first) and applies it. The number of concurrent batches is the
-//! caller's choice (one fits SQLite's single writer, and writes that meet on the same rows). The batch
-//! runs in a task of its own, so a caller that goes away (a dropped connection) never aborts the others'
-//! writes. An idle instance applies a lone job at once,
-//! as a batch of one; under load, batches grow with the number of requests waiting.
+//! its result or, when fewer than the allowed number of batches are running, leads: it starts a runner
+//! task that takes what is queued (oldest first), applies it, and goes on with what queued meanwhile until
+//! the queue is empty. The number of concurrent runners is the caller's choice (one fits SQLite's single
+//! writer, and writes that meet on the same rows). A busy instance thus goes from batch to batch without
+//! handing the lead to another task in between, and a caller that goes away (a dropped connection) never
+//! aborts the others' writes. An idle instance applies a lone job at once, as a batch of one; under load,
+//! batches grow with the number of requests waiting.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
+type Queue<J, R> = Arc<Mutex<Vec<(J, oneshot::Sender<R>)>>>;
+
 pub struct Group<J, R> {
-    queue: Mutex<Vec<(J, oneshot::Sender<R>)>>,
+    queue: Queue<J, R>,
     lead: Arc<tokio::sync::Semaphore>,
     max_batch: usize,
 }
@@ -24,14 +27,14 @@ pub struct Group<J, R> {
 impl<J: Send + 'static, R: Send + 'static> Group<J, R> {
     /// A group whose batches hold at most `max_batch` jobs, with at most `concurrent` batches applied at once.
     pub fn new(max_batch: usize, concurrent: usize) -> Self {
-        Group { queue: Mutex::new(Vec::new()), lead: Arc::new(tokio::sync::Semaphore::new(concurrent.max(1))), max_batch: max_batch.max(1) }
+        Group { queue: Arc::new(Mutex::new(Vec::new())), lead: Arc::new(tokio::sync::Semaphore::new(concurrent.max(1))), max_batch: max_batch.max(1) }
     }
 
     /// Applies `job` in a batch with whatever else is waiting. `apply` takes a batch and returns one result
     /// per job, in order. `None` when the batch that held the job failed without results (a panic).
     pub async fn submit<F, Fut>(&self, job: J, apply: F) -> Option<R>
     where
-        F: Fn(Vec<J>) -> Fut,
+        F: Fn(Vec<J>) -> Fut + Send + 'static,
         Fut: Future<Output = Vec<R>> + Send + 'static,
     {
         let (tx, mut rx) = oneshot::channel();
@@ -51,31 +54,36 @@ impl<J: Send + 'static, R: Send + 'static> Group<J, R> {
                 Err(oneshot::error::TryRecvError::Closed) => return None,
                 Err(oneshot::error::TryRecvError::Empty) => {}
             }
-            let batch: Vec<(J, oneshot::Sender<R>)> = {
-                let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-                let n = q.len().min(self.max_batch);
-                q.drain(..n).collect()
-            };
+            let batch = take(&self.queue, self.max_batch);
             if batch.is_empty() {
-                // Another leader took this job; its batch will answer.
+                // Another runner took this job; it will answer.
                 drop(guard);
                 return rx.await.ok();
             }
-            let (jobs, senders): (Vec<J>, Vec<oneshot::Sender<R>>) = batch.into_iter().unzip();
-            let applying = apply(jobs);
-            // The results are sent before the lead is released, so every waiter of this batch is answered
-            // before the next leader looks at the queue.
-            let _ = tokio::spawn(async move {
-                let results = applying.await;
-                for (sender, result) in senders.into_iter().zip(results) {
-                    let _ = sender.send(result);
+            let (queue, max_batch) = (self.queue.clone(), self.max_batch);
+            tokio::spawn(async move {
+                let mut batch = batch;
+                while !batch.is_empty() {
+                    let (jobs, senders): (Vec<J>, Vec<oneshot::Sender<R>>) = batch.into_iter().unzip();
+                    let results = apply(jobs).await;
+                    for (sender, result) in senders.into_iter().zip(results) {
+                        let _ = sender.send(result);
+                    }
+                    batch = take(&queue, max_batch);
                 }
+                // (A job queued after the last look finds the lead free.)
                 drop(guard);
-            })
-            .await;
-            // This job was in that batch unless more than `max_batch` were queued ahead of it; then it waits again.
+            });
+            // A runner that panics drops the senders of the batch it held: those callers get `None`.
+            return rx.await.ok();
         }
     }
+}
+
+fn take<J, R>(queue: &Queue<J, R>, max_batch: usize) -> Vec<(J, oneshot::Sender<R>)> {
+    let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
+    let n = q.len().min(max_batch);
+    q.drain(..n).collect()
 }
 
 #[cfg(test)]
@@ -92,7 +100,7 @@ mod tests {
             let (group, batches) = (group.clone(), batches.clone());
             handles.push(tokio::spawn(async move {
                 group
-                    .submit(i, |jobs: Vec<u32>| {
+                    .submit(i, move |jobs: Vec<u32>| {
                         let batches = batches.clone();
                         async move {
                             assert!(jobs.len() <= 8);

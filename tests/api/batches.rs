@@ -69,6 +69,9 @@ async fn concurrent_calls_add_up_as_if_one_by_one(app: TestApp) {
         if t["threshold_exceeded"] == json!(true) {
             exceeded += 1;
         }
+        // The threshold advisory is settled with the total too (calls are determined before their batch).
+        let advised = body["advisories"].as_array().unwrap().iter().any(|a| a["code"] == "INFORMATION_RETURN_THRESHOLD_REACHED");
+        assert_eq!(advised, t["threshold_exceeded"] == json!(true), "{body}");
     }
     // Each call saw the total up to and including itself: 100, 200, … 2,500 and 50, 100, … 500, each once.
     let seen = |cp: &str| totals[cp].iter().map(|x| *x as i64).collect::<BTreeSet<i64>>();
@@ -263,7 +266,33 @@ async fn scripts_answer_by_statement_and_roll_back(app: TestApp) {
     assert_eq!((store.read_counter("t:a", 0).await.unwrap(), store.read_counter("t:b", 0).await.unwrap()), (3, 7));
 }
 
+async fn nexus_changed_on_another_instance_is_used_on_the_next_call(app: TestApp) {
+    // `other` determines calls before their batch with the nexus its last batch read; a change made through
+    // `app` must show on `other`'s very next answer (its batch reads the nexus again and redoes the call).
+    let other = TestApp::on(app.db.clone(), app.backend, app.clock.clone()).await;
+    let a = app.signup("nexus-moves@example.com").await;
+    app.set_nexus(&a.key, &["TX"]).await;
+    let sale = json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "role": "seller", "transaction_type": "saas", "counterparty_id": "cp-n"});
+    let call = || other.post("/api/v1/calculate", Some(&a.key), &sale);
+    // Austin: 8.25% on 80% of 1,000 (data processing) = 66.00, with nexus.
+    for _ in 0..2 {
+        let r = call().await;
+        assert_eq!((r.status, num(&r.json["total_tax"]), r.json["nexus_configured"].clone()), (200, 66.0, json!(true)), "{}", r.text);
+    }
+    let r = app.post("/api/v1/nexus", Some(&a.key), &json!({"nexus": {"TX": {"hasNexus": false}}})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = call().await;
+    assert_eq!((num(&r.json["total_tax"]), num(&r.json["tax_if_nexus"]["total_tax"])), (0.0, 66.0), "{}", r.text);
+    assert_eq!(r.json["sales_tax"]["reason"], json!("no nexus configured in TX"));
+    // 1099 totals settled in the batch: 1,000 + 1,000 + 1,000 crosses 2,000 on the second call and stays over.
+    assert_eq!((num(&r.json["tracking_1099"]["vendor_ytd_total"]), r.json["tracking_1099"]["threshold_exceeded"].clone()), (3000.0, json!(true)));
+    let again = call().await;
+    assert_eq!(num(&again.json["total_tax"]), 0.0, "the nexus now seen is used");
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 4);
+}
+
 on_both!(
+    nexus_changed_on_another_instance_is_used_on_the_next_call,
     scripts_answer_by_statement_and_roll_back,
     concurrent_calls_add_up_as_if_one_by_one,
     free_plan_cutoff_inside_a_batch,

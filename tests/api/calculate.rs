@@ -37,6 +37,8 @@ async fn keyed_calculate_records_and_tracks(app: TestApp) {
     assert_eq!(num(&v["tracking_1099"]["vendor_ytd_total"]), 201.0);
     assert_eq!(num(&v["tracking_1099"]["threshold"]), 2000.0);
     assert_eq!(v["tracking_1099"]["threshold_exceeded"], json!(false));
+    let advised = |v: &serde_json::Value| v["advisories"].as_array().unwrap().iter().any(|a| a["code"] == "INFORMATION_RETURN_THRESHOLD_REACHED");
+    assert!(!advised(v));
     assert_eq!(r.header("x-ratelimit-limit").as_deref(), Some("120"));
     assert_eq!(r.header("x-ratelimit-remaining").as_deref(), Some("118"));
 
@@ -45,6 +47,7 @@ async fn keyed_calculate_records_and_tracks(app: TestApp) {
     assert_eq!(num(&r.json["tracking_1099"]["vendor_ytd_total"]), 2000.0);
     assert_eq!(r.json["tracking_1099"]["threshold_exceeded"], json!(true));
     assert!(r.json["tracking_1099"]["form_required"].is_string());
+    assert!(advised(&r.json), "{}", r.text);
     // A different counterparty starts from zero.
     let r = app.post("/api/v1/calculate", Some(&a.key), &json!({"amount": 5, "buyer_state": "TX", "counterparty_id": "vendor-2"})).await;
     assert_eq!(num(&r.json["tracking_1099"]["vendor_ytd_total"]), 5.0);
