@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, SecondsFormat, Utc};
 use poem_openapi::param::Header;
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::auth::{KeyAuth, KeyOrDemo};
 use super::context::client_ip;
@@ -146,19 +146,12 @@ impl AppState {
         let now = self.clock.now();
         let input = Input { request: &request, nexus: request.nexus_override.as_ref(), vendor_ytd: None, as_of: now.date_naive() };
         let det = determine(&self.registry, &input).map_err(|e| ApiError::internal(format!("{e:?}")))?;
-        let mut out = render::demo(&det);
-        if let Some(o) = out.as_object_mut() {
-            o.insert("transaction_id".into(), json!(new_id("demo")));
-            o.insert("timestamp".into(), json!(iso(now.timestamp_millis())));
-            o.insert(
-                "upgrade".into(),
-                json!({
-                    "message": "Demo answers omit the jurisdiction breakdown, advisories and audit trail, and are not recorded. Sign up for a free key for full, recorded answers.",
-                    "signup": "/api/v1/auth/signup",
-                    "free_tier": "1,500 calls per month",
-                }),
-            );
-        }
-        Ok(CalculateResponse::Ok(JsonText::value(&out)))
+        let upgrade = [
+            ("message", "Demo answers omit the jurisdiction breakdown, advisories and audit trail, and are not recorded. Sign up for a free key for full, recorded answers."),
+            ("signup", "/api/v1/auth/signup"),
+            ("free_tier", "1,500 calls per month"),
+        ];
+        let text = render::demo(&det, &[("transaction_id", &new_id("demo")), ("timestamp", &iso(now.timestamp_millis()))], Some(&upgrade));
+        Ok(CalculateResponse::Ok(JsonText::new(text)))
     }
 }

@@ -1,11 +1,11 @@
-//! Renders a determination as the contract's JSON bodies: the full calculate response, written as text
-//! (`FullText`; the API passes in the members it adds: transaction_id, timestamp, entity_id, mode,
-//! api_version), and the demo body.
+//! Renders a determination as the contract's JSON bodies, written as text member by member: the full
+//! calculate response (`FullText`; the API passes in the members it adds: transaction_id, timestamp,
+//! entity_id, mode, api_version) and the demo body.
 
 use std::fmt::Write;
 
 use rust_decimal::Decimal;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::determine::{pct, Advisory, Determination, Tracking1099};
 use crate::rules::registry::Citation;
@@ -22,10 +22,6 @@ pub fn money(d: Decimal) -> Value {
     let mut c = super::money::cents(d);
     c.rescale(2);
     num(c)
-}
-
-fn rate(d: Decimal) -> Value {
-    num(d.normalize())
 }
 
 /// The full response body, as the engine knows it (for tools; the API writes `FullText`).
@@ -85,43 +81,45 @@ fn classification_note(det: &Determination) -> String {
     s
 }
 
-/// The demo body (keyless calls): totals without the breakdown.
-pub fn demo(det: &Determination) -> Value {
-    let mut o = json!({
-        "success": true,
-        "engine_version": det.engine_version,
-        "mode": "demo",
-        "role": det.role,
-        "amount": num(det.amount),
-        "buyer_state": det.buyer_state,
-        "buyer_zip": det.buyer_zip,
-        "transaction_type": det.transaction_type,
-        "work_type": det.work_type,
-        "classification_basis": det.classification_basis,
-        "is_b2b": det.is_b2b,
-        "digital_content_type": det.digital_content_type,
-        "classification_facts": det.classification_facts,
-        "total_tax": money(det.total_tax),
-        "combined_rate": rate(det.applied_combined_rate()),
-        "applied_rate": rate(det.applied_rate()),
-        "nexus_configured_for_state": det.has_nexus,
-        "confidence": {"score": det.confidence_score, "level": det.confidence_level},
-        "disclaimer": DISCLAIMER,
+/// The demo body (keyless calls): totals without the breakdown, then the API's `extra` string members and its
+/// `upgrade` object (string members) if given.
+pub fn demo(det: &Determination, extra: &[(&str, &str)], upgrade: Option<&[(&str, &str)]>) -> String {
+    let mut out = String::with_capacity(1024);
+    let mut o = Obj::open(&mut out);
+    o.put("success", &true).put("engine_version", &det.engine_version).put("mode", "demo").put("role", det.role).put("amount", &Num(det.amount));
+    o.put("buyer_state", det.buyer_state).put("buyer_zip", &det.buyer_zip).put("transaction_type", det.transaction_type).put("work_type", det.work_type);
+    o.put("classification_basis", &det.classification_basis).put("is_b2b", &det.is_b2b).put("digital_content_type", &det.digital_content_type);
+    o.put("classification_facts", &det.classification_facts).put("total_tax", &cents(det.total_tax)).put("combined_rate", &ratio(det.applied_combined_rate()));
+    o.put("applied_rate", &ratio(det.applied_rate())).put("nexus_configured_for_state", &det.has_nexus);
+    o.obj("confidence", |o| {
+        o.put("score", &det.confidence_score).put("level", det.confidence_level);
     });
-    if let Some(obj) = o.as_object_mut() {
-        if let Some(t) = det.tax_if_nexus {
-            obj.insert("tax_if_nexus".into(), json!({"total_tax": money(t), "combined_rate": rate(det.applied_combined_rate()), "basis": "no nexus configured for this state in demo mode"}));
-        } else if det.total_tax.is_zero() {
-            if let Some(l) = det.legs.first() {
-                obj.insert("exemption".into(), json!({"type": l.result, "reason": l.reason}));
-            }
-        }
+    o.put("disclaimer", DISCLAIMER);
+    if let Some(t) = det.tax_if_nexus {
+        o.obj("tax_if_nexus", |o| {
+            o.put("total_tax", &cents(t)).put("combined_rate", &ratio(det.applied_combined_rate())).put("basis", "no nexus configured for this state in demo mode");
+        });
+    } else if let (true, Some(l)) = (det.total_tax.is_zero(), det.legs.first()) {
+        o.obj("exemption", |o| {
+            o.put("type", &l.result).put("reason", &l.reason);
+        });
     }
-    o
+    for (k, v) in extra {
+        o.put(k, v);
+    }
+    if let Some(upgrade) = upgrade {
+        o.obj("upgrade", |o| {
+            for (k, v) in upgrade {
+                o.put(k, v);
+            }
+        });
+    }
+    o.close();
+    out
 }
 
-// The full body is written as text member by member, without building a `Value` first (it is the keyed hot
-// path): the same text serde_json writes for the same members in the same order, compact, strings escaped
+// The bodies are written as text member by member, without building a `Value` first (they are the hot
+// paths): the same text serde_json writes for the same members in the same order, compact, strings escaped
 // alike, decimals as their exact digits (as `num` gives them).
 
 /// A value as JSON text.
