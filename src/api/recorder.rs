@@ -220,7 +220,10 @@ impl AppState {
         let mut known = Known::default();
         loop {
             match self.attempt(&mut conn, jobs, &mut known).await {
-                Ok(Some(out)) => return Ok(out),
+                Ok(Some(out)) => {
+                    conn.release().await;
+                    return Ok(out);
+                }
                 Ok(None) => conn.rollback().await.map_err(StoreError::from)?,
                 Err(e) => {
                     // (If the rollback fails too, dropping the connection closes it, which rolls back.)
