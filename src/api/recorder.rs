@@ -7,7 +7,8 @@
 //!    the caller's lookup is refused here); their nexus settings; for ingest, the external ids already in the
 //!    ledger; the counterparties' 1099 totals, one upsert (each entry learns the total before it from the sums);
 //!    the states' revenue that calculate's nexus alerts read;
-//! 2. the determinations, in memory;
+//! 2. the determinations, in memory: made and rendered before the batch in each caller's task (`Prepared`),
+//!    redone here for an account whose nexus differs from what they used, and settled with the 1099 totals;
 //! 3. metered overage; the states' monthly revenue for nexus, one upsert; the ledger rows, one insert;
 //!    calculate's Idempotency-Key responses; commit.
 //!
