@@ -85,7 +85,6 @@ type Nexus = Arc<Option<BTreeMap<usize, bool>>>;
 struct Prepared {
     nexus: Nexus,
     det: Determination,
-    transaction_id: String,
     text: FullText,
 }
 
@@ -117,14 +116,12 @@ impl NexusSeen {
     }
 }
 
-/// Determines an entry with the nexus given, its 1099 parts left to settle, and renders it with the API's members.
-fn prepare(registry: &Registry, entity_id: &str, now_ms: i64, nexus: Nexus, req: &Request) -> Result<Prepared, ApiError> {
+/// Determines an entry with the nexus given and renders it, its 1099 parts and the API's members left to settle.
+fn prepare(registry: &Registry, now_ms: i64, nexus: Nexus, req: &Request) -> Result<Prepared, ApiError> {
     let input = Input { request: req, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(now_ms) };
     let det = determine(registry, &input).map_err(|err| ApiError::internal(format!("{err:?}")))?;
-    let transaction_id = new_ordered_id("tx", now_ms);
-    let extra = [("transaction_id", transaction_id.as_str()), ("timestamp", &iso(now_ms)), ("entity_id", entity_id), ("mode", "live"), ("api_version", API_VERSION)];
-    let text = FullText::new(&det, &extra);
-    Ok(Prepared { nexus, det, transaction_id, text })
+    let text = FullText::new(&det);
+    Ok(Prepared { nexus, det, text })
 }
 
 pub enum Source {
@@ -194,7 +191,7 @@ impl AppState {
         if let Some(nexus) = self.nexus_seen.get(&job.entity_id) {
             for entry in &mut job.entries {
                 // (One that fails is determined again in the batch, which answers the failure.)
-                entry.prepared = prepare(&self.registry, &job.entity_id, job.now_ms, nexus.clone(), &entry.live.request).ok();
+                entry.prepared = prepare(&self.registry, job.now_ms, nexus.clone(), &entry.live.request).ok();
             }
         }
         let state = self.clone();
@@ -343,11 +340,14 @@ impl AppState {
                 map.insert(i, r.has_nexus);
             }
         }
+        // (Owners are per key: an account with two keys in the batch comes twice, and takes its map once.)
         let mut nexus: HashMap<&str, Nexus> = HashMap::new();
         for a in owners.values() {
-            let n: Nexus = Arc::new(maps.remove(a.id.as_str()));
-            self.nexus_seen.put(&a.id, &n);
-            nexus.insert(a.id.as_str(), n);
+            nexus.entry(a.id.as_str()).or_insert_with(|| {
+                let n: Nexus = Arc::new(maps.remove(a.id.as_str()));
+                self.nexus_seen.put(&a.id, &n);
+                n
+            });
         }
         let mut revenue = match revenue_at {
             Some(at) => answers.models::<state_revenue::Model>(at..at + 1, "").map_err(StoreError::from)?,
@@ -366,7 +366,7 @@ impl AppState {
             let redone;
             let prepared = match &entry.prepared {
                 Some(p) if *p.nexus == *account_nexus => p,
-                _ => match prepare(&self.registry, &job.entity_id, job.now_ms, account_nexus, req) {
+                _ => match prepare(&self.registry, job.now_ms, account_nexus, req) {
                     Ok(p) => {
                         redone = p;
                         &redone
@@ -383,8 +383,12 @@ impl AppState {
                 let month = today.year() * 100 + today.month() as i32;
                 sales.push(Sale { entity_id: &job.entity_id, state: det.buyer_state, month, micros: payments[n].micros });
             }
+            // (The id is taken here, in the order rows are written, so rows of one millisecond list in that order.)
+            let id = new_ordered_id("tx", job.now_ms);
+            let extra = [("transaction_id", id.as_str()), ("timestamp", &iso(job.now_ms)), ("entity_id", &job.entity_id), ("mode", "live"), ("api_version", API_VERSION)];
+            let result = prepared.text.with(tracking.as_ref(), &advisories, &extra);
             rows.push(transaction::Model {
-                id: prepared.transaction_id.clone(),
+                id,
                 entity_id: job.entity_id.clone(),
                 created_at: job.now_ms,
                 role: det.role.to_string(),
@@ -401,7 +405,7 @@ impl AppState {
                 .to_string(),
                 metadata: entry.metadata.as_ref().map(|m| Value::Object(m.clone()).to_string()),
                 request: entry.live.raw.to_string(),
-                result: prepared.text.with(tracking.as_ref(), &advisories),
+                result,
             });
         }
         add_sales(&mut revenue, &sales);

@@ -26,39 +26,35 @@ pub fn money(d: Decimal) -> Value {
 
 /// The full response body, as the engine knows it (for tools; the API writes `FullText`).
 pub fn full(det: &Determination) -> Value {
-    serde_json::from_str(&FullText::new(det, &[]).with(det.tracking_1099.as_ref(), &det.advisories)).unwrap_or(Value::Null)
+    serde_json::from_str(&FullText::new(det).with(det.tracking_1099.as_ref(), &det.advisories, &[])).unwrap_or(Value::Null)
 }
 
 /// The full body's text with its two 1099-dependent members (`tracking_1099`, `advisories`) left open, so that
 /// they can be settled later without writing the rest again: the ledger batch learns the counterparty's total
-/// last, and writes only these.
+/// last, and writes only these (and the API's members, which end the body: its transaction id is given in the
+/// order the ledger writes rows).
 pub struct FullText {
     /// `{` and the members before `tracking_1099`.
     head: String,
     /// The members between `tracking_1099` and `advisories`.
     middle: String,
-    /// The members after `advisories`, the extra ones, and `}`.
+    /// The members after `advisories`.
     tail: String,
 }
 
 impl FullText {
-    /// `extra` string members (the API's transaction_id, timestamp, …) go at the end.
-    pub fn new(det: &Determination, extra: &[(&str, &str)]) -> FullText {
+    pub fn new(det: &Determination) -> FullText {
         let (mut head, mut middle, mut tail) = (String::with_capacity(1024), String::with_capacity(256), String::with_capacity(4096));
         write_head(&mut Obj::open(&mut head), det);
         write_middle(&mut Obj::run(&mut middle), det);
-        let mut rest = Obj::run(&mut tail);
-        write_rest(&mut rest, det);
-        for (k, v) in extra {
-            rest.put(k, v);
-        }
-        rest.close();
+        write_rest(&mut Obj::run(&mut tail), det);
         FullText { head, middle, tail }
     }
 
-    /// The body's text with these members.
-    pub fn with(&self, tracking: Option<&Tracking1099>, advisories: &[Advisory]) -> String {
-        let mut s = String::with_capacity(self.head.len() + self.middle.len() + self.tail.len() + 512);
+    /// The body's text with these members, and `extra` string members (the API's transaction_id, timestamp,
+    /// …) at the end.
+    pub fn with(&self, tracking: Option<&Tracking1099>, advisories: &[Advisory], extra: &[(&str, &str)]) -> String {
+        let mut s = String::with_capacity(self.head.len() + self.middle.len() + self.tail.len() + 768);
         s.push_str(&self.head);
         write_tracking(&mut Obj { out: &mut s, empty: false }, tracking);
         s.push(',');
@@ -66,6 +62,11 @@ impl FullText {
         write_advisories(&mut Obj { out: &mut s, empty: false }, advisories);
         s.push(',');
         s.push_str(&self.tail);
+        let mut o = Obj { out: &mut s, empty: false };
+        for (k, v) in extra {
+            o.put(k, v);
+        }
+        o.close();
         s
     }
 }

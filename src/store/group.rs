@@ -4,12 +4,13 @@
 //!
 //! There is no background task to start or stop. Each caller queues its job and then either receives
 //! its result or, when fewer than the allowed number of batches are running, leads: it starts a runner
-//! task that takes what is queued (oldest first), applies it, and goes on with what queued meanwhile until
-//! the queue is empty. The number of concurrent runners is the caller's choice (one fits SQLite's single
-//! writer, and writes that meet on the same rows). A busy instance thus goes from batch to batch without
-//! handing the lead to another task in between, and a caller that goes away (a dropped connection) never
-//! aborts the others' writes. An idle instance applies a lone job at once, as a batch of one; under load,
-//! batches grow with the number of requests waiting.
+//! task that takes what is queued (oldest first), applies it, and goes on with what queued meanwhile
+//! until the queue is empty; the leader then waits for its answer like the others (or leads again, should
+//! its job still be queued when that runner ends). The number of concurrent runners is the caller's
+//! choice (one fits SQLite's single writer, and writes that meet on the same rows). A busy instance thus
+//! goes from batch to batch without handing the lead to another task in between, and a caller that goes
+//! away (a dropped connection) never aborts the others' writes. An idle instance applies a lone job at
+//! once, as a batch of one; under load, batches grow with the number of requests waiting.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -34,9 +35,10 @@ impl<J: Send + 'static, R: Send + 'static> Group<J, R> {
     /// per job, in order. `None` when the batch that held the job failed without results (a panic).
     pub async fn submit<F, Fut>(&self, job: J, apply: F) -> Option<R>
     where
-        F: Fn(Vec<J>) -> Fut + Send + 'static,
+        F: Fn(Vec<J>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Vec<R>> + Send + 'static,
     {
+        let apply = Arc::new(apply);
         let (tx, mut rx) = oneshot::channel();
         self.queue.lock().unwrap_or_else(|e| e.into_inner()).push((job, tx));
         loop {
@@ -60,12 +62,12 @@ impl<J: Send + 'static, R: Send + 'static> Group<J, R> {
                 drop(guard);
                 return rx.await.ok();
             }
-            let (queue, max_batch) = (self.queue.clone(), self.max_batch);
+            let (queue, max_batch, apply) = (self.queue.clone(), self.max_batch, apply.clone());
             tokio::spawn(async move {
                 let mut batch = batch;
                 while !batch.is_empty() {
                     let (jobs, senders): (Vec<J>, Vec<oneshot::Sender<R>>) = batch.into_iter().unzip();
-                    let results = apply(jobs).await;
+                    let results = (*apply)(jobs).await;
                     for (sender, result) in senders.into_iter().zip(results) {
                         let _ = sender.send(result);
                     }
@@ -74,8 +76,9 @@ impl<J: Send + 'static, R: Send + 'static> Group<J, R> {
                 // (A job queued after the last look finds the lead free.)
                 drop(guard);
             });
-            // A runner that panics drops the senders of the batch it held: those callers get `None`.
-            return rx.await.ok();
+            // Back to waiting: for the answer, or for the lead should this job still be queued when the runner
+            // ends (it took more than `max_batch` jobs queued ahead and then panicked). A runner that panics drops
+            // the senders of the batch it held: those callers get `None`.
         }
     }
 }
@@ -118,6 +121,22 @@ mod tests {
         let n = batches.load(Ordering::SeqCst);
         // 200 jobs arriving together cannot go one by one: at least 200/8 batches, and far fewer than 200.
         assert!((25..200).contains(&n), "{n} batches");
+    }
+
+    #[tokio::test]
+    async fn a_leader_whose_job_a_failed_batch_left_queued_leads_again() {
+        // One job per batch; the job queued ahead (its caller gone) makes the batch fail. The leader's own job
+        // is still queued when that runner ends: the leader takes the lead again and gets its answer.
+        let group: Group<u32, u32> = Group::new(1, 1);
+        let (tx, _gone) = oneshot::channel();
+        group.queue.lock().unwrap().push((0, tx));
+        let apply = |jobs: Vec<u32>| async move {
+            assert_ne!(jobs[0], 0, "the batch of job 0 fails");
+            jobs
+        };
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(10), group.submit(7, apply)).await;
+        assert_eq!(answer.expect("the leader is answered"), Some(7));
+        assert!(group.queue.lock().unwrap().is_empty());
     }
 
     #[tokio::test]

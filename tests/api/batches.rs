@@ -10,9 +10,14 @@ use crate::on_both;
 
 /// Sends every (path, body) at once with the key; returns (status, body) in the order given.
 async fn all_at_once(app: &TestApp, key: &str, calls: Vec<(&'static str, Value)>) -> Vec<(u16, Value)> {
+    all_at_once_with_keys(app, &[key], calls).await
+}
+
+/// The calls all at once, each task its own; the keys taken in turn.
+async fn all_at_once_with_keys(app: &TestApp, keys: &[&str], calls: Vec<(&'static str, Value)>) -> Vec<(u16, Value)> {
     let mut tasks = Vec::new();
-    for (path, body) in calls {
-        let (client, key) = (app.client.clone(), key.to_string());
+    for (i, (path, body)) in calls.into_iter().enumerate() {
+        let (client, key) = (app.client.clone(), keys[i % keys.len()].to_string());
         tasks.push(tokio::spawn(async move {
             let resp = client.post(path).header("X-API-Key", key).body_json(&body).send().await;
             let status = resp.0.status().as_u16();
@@ -291,7 +296,24 @@ async fn nexus_changed_on_another_instance_is_used_on_the_next_call(app: TestApp
     assert_eq!(app.ledger_rows(&a.entity_id).await, 4);
 }
 
+async fn two_keys_of_one_account_in_one_batch_share_its_nexus(app: TestApp) {
+    // The batch reads keys' owners per key: an account whose two keys both have calls in a batch must still
+    // be determined with its nexus (TX: 8.25% on 80% of 1,000 = 66.00) on every call, whichever key.
+    let a = app.signup("two-keys@example.com").await;
+    app.set_nexus(&a.key, &["TX"]).await;
+    let r = app.post("/api/v1/keys", Some(&a.key), &json!({"name": "second"})).await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let second = r.json["api_key"]["key"].as_str().unwrap().to_string();
+    let sale = json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "role": "seller", "transaction_type": "saas", "counterparty_id": "cp-k"});
+    let replies = all_at_once_with_keys(&app, &[&a.key, &second], vec![("/api/v1/calculate", sale); 40]).await;
+    for (status, body) in &replies {
+        assert_eq!((*status, body["nexus_configured"].clone(), num(&body["total_tax"])), (200, json!(true), 66.0), "{body}");
+    }
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 40);
+}
+
 on_both!(
+    two_keys_of_one_account_in_one_batch_share_its_nexus,
     nexus_changed_on_another_instance_is_used_on_the_next_call,
     scripts_answer_by_statement_and_roll_back,
     concurrent_calls_add_up_as_if_one_by_one,
