@@ -2,11 +2,11 @@
 
 use std::collections::HashMap;
 
-use sea_orm::sea_query::{InsertStatement, OnConflict, SelectStatement};
+use sea_orm::sea_query::{InsertStatement, SelectStatement};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set};
 
 use super::entity::{state_revenue, transaction, vendor_ytd};
-use super::{plus_excluded, Store, StoreError};
+use super::{adding_upserts, Store, StoreError};
 
 #[derive(Default)]
 pub struct TransactionFilter {
@@ -49,27 +49,21 @@ impl Store {
     pub fn add_vendor_payments_sql(payments: &[Payment<'_>]) -> Vec<InsertStatement> {
         use vendor_ytd::Column as C_;
         let sums = super::sums_per_key(payments.iter().map(|p| ((p.entity_id, p.counterparty_id, p.tax_year), p.micros)));
-        sums.chunks(super::ROWS_PER_STATEMENT)
-            .map(|chunk| {
-                let rows = chunk.iter().map(|((entity_id, counterparty_id, tax_year), (micros, n))| vendor_ytd::ActiveModel {
-                    entity_id: Set(entity_id.to_string()),
-                    counterparty_id: Set(counterparty_id.to_string()),
-                    tax_year: Set(*tax_year),
-                    total_micros: Set(*micros),
-                    payments: Set(*n),
-                });
-                let mut stmt = vendor_ytd::Entity::insert_many(rows)
-                    .on_conflict(
-                        OnConflict::columns([C_::EntityId, C_::CounterpartyId, C_::TaxYear])
-                            .value(C_::TotalMicros, plus_excluded(vendor_ytd::Entity, C_::TotalMicros))
-                            .value(C_::Payments, plus_excluded(vendor_ytd::Entity, C_::Payments))
-                            .to_owned(),
-                    )
-                    .into_query();
-                stmt.returning_all();
-                stmt
+        let rows: Vec<_> = sums
+            .into_iter()
+            .map(|((entity_id, counterparty_id, tax_year), (micros, n))| vendor_ytd::ActiveModel {
+                entity_id: Set(entity_id.to_string()),
+                counterparty_id: Set(counterparty_id.to_string()),
+                tax_year: Set(tax_year),
+                total_micros: Set(micros),
+                payments: Set(n),
             })
-            .collect()
+            .collect();
+        let mut stmts = adding_upserts(&rows, &[C_::EntityId, C_::CounterpartyId, C_::TaxYear], &[C_::TotalMicros, C_::Payments]);
+        for s in &mut stmts {
+            s.returning_all();
+        }
+        stmts
     }
 
     /// For each payment in the order given, the counterparty's total before it (micro-dollars), from the totals
@@ -85,25 +79,17 @@ impl Store {
     pub fn add_state_revenues_sql(sales: &[Sale<'_>]) -> Vec<InsertStatement> {
         use state_revenue::Column as C_;
         let sums = super::sums_per_key(sales.iter().map(|s| ((s.entity_id, s.state, s.month), s.micros)));
-        sums.chunks(super::ROWS_PER_STATEMENT)
-            .map(|chunk| {
-                let rows = chunk.iter().map(|((entity_id, state, month), (micros, n))| state_revenue::ActiveModel {
-                    entity_id: Set(entity_id.to_string()),
-                    state: Set(state.to_string()),
-                    month: Set(*month),
-                    sales_micros: Set(*micros),
-                    tx_count: Set(*n),
-                });
-                state_revenue::Entity::insert_many(rows)
-                    .on_conflict(
-                        OnConflict::columns([C_::EntityId, C_::State, C_::Month])
-                            .value(C_::SalesMicros, plus_excluded(state_revenue::Entity, C_::SalesMicros))
-                            .value(C_::TxCount, plus_excluded(state_revenue::Entity, C_::TxCount))
-                            .to_owned(),
-                    )
-                    .into_query()
+        let rows: Vec<_> = sums
+            .into_iter()
+            .map(|((entity_id, state, month), (micros, n))| state_revenue::ActiveModel {
+                entity_id: Set(entity_id.to_string()),
+                state: Set(state.to_string()),
+                month: Set(month),
+                sales_micros: Set(micros),
+                tx_count: Set(n),
             })
-            .collect()
+            .collect();
+        adding_upserts(&rows, &[C_::EntityId, C_::State, C_::Month], &[C_::SalesMicros, C_::TxCount])
     }
 
     /// Monthly revenue buckets of these accounts from `from_month` (yyyymm) on.

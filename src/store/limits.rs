@@ -13,8 +13,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use sea_orm::sea_query::{InsertStatement, OnConflict};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, QueryTrait, Set};
+use sea_orm::sea_query::InsertStatement;
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, Set};
 
 use super::entity::counter::{self, Column};
 use super::{Store, StoreError};
@@ -147,26 +147,20 @@ impl Store {
             let e = sums.entry((h.name.as_str(), h.window_start)).or_insert((0, h.expires_at));
             e.0 += h.n;
         }
-        let sums: Vec<_> = sums.into_iter().collect();
-        sums.chunks(super::ROWS_PER_STATEMENT)
-            .map(|chunk| {
-                let rows = chunk.iter().map(|((name, window_start), (n, expires_at))| counter::ActiveModel {
-                    name: Set(name.to_string()),
-                    window_start: Set(*window_start),
-                    count: Set(*n),
-                    expires_at: Set(*expires_at),
-                });
-                let mut stmt = counter::Entity::insert_many(rows)
-                    .on_conflict(
-                        OnConflict::columns([Column::Name, Column::WindowStart])
-                            .value(Column::Count, super::plus_excluded(counter::Entity, Column::Count))
-                            .to_owned(),
-                    )
-                    .into_query();
-                stmt.returning_all();
-                stmt
+        let rows: Vec<_> = sums
+            .into_iter()
+            .map(|((name, window_start), (n, expires_at))| counter::ActiveModel {
+                name: Set(name.to_string()),
+                window_start: Set(window_start),
+                count: Set(n),
+                expires_at: Set(expires_at),
             })
-            .collect()
+            .collect();
+        let mut stmts = super::adding_upserts(&rows, &[Column::Name, Column::WindowStart], &[Column::Count]);
+        for s in &mut stmts {
+            s.returning_all();
+        }
+        stmts
     }
 
     /// For each hit in the order given, the count just after it, from the windows the upserts returned.

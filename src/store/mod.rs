@@ -76,9 +76,20 @@ pub fn sums_per_key<K: Ord>(additions: impl IntoIterator<Item = (K, i64)>) -> Ve
     sums.into_iter().collect()
 }
 
-/// `table.column + excluded.column`: an upsert's conflict update that adds the new row's value to the stored one.
-pub fn plus_excluded<T: sea_orm::sea_query::IntoIden + 'static, C: sea_orm::sea_query::IntoIden + Copy + 'static>(table: T, column: C) -> sea_orm::sea_query::SimpleExpr {
-    sea_orm::sea_query::Expr::col((table, column)).add(sea_orm::sea_query::Expr::col((sea_orm::sea_query::Alias::new("excluded"), column)))
+/// Upserts of `rows`, `ROWS_PER_STATEMENT` per statement: a row whose `keys` are already stored adds its `added`
+/// columns to the stored ones (`table.column + excluded.column`: read-modify-write in the database, so concurrent
+/// writers lose nothing).
+pub fn adding_upserts<A>(rows: &[A], keys: &[<A::Entity as sea_orm::EntityTrait>::Column], added: &[<A::Entity as sea_orm::EntityTrait>::Column]) -> Vec<sea_orm::sea_query::InsertStatement>
+where
+    A: sea_orm::ActiveModelTrait + Clone,
+{
+    use sea_orm::sea_query::{Alias, Expr, OnConflict};
+    use sea_orm::{EntityTrait, QueryTrait};
+    let mut conflict = OnConflict::columns(keys.iter().copied());
+    for &column in added {
+        conflict.value(column, Expr::col((A::Entity::default(), column)).add(Expr::col((Alias::new("excluded"), column))));
+    }
+    rows.chunks(ROWS_PER_STATEMENT).map(|chunk| A::Entity::insert_many(chunk.iter().cloned()).on_conflict(conflict.clone()).into_query()).collect()
 }
 
 #[derive(Clone)]
