@@ -1,6 +1,5 @@
 //! Credentials: API keys (X-API-Key or Authorization: Bearer), dashboard session tokens, and keyless demo calls.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use poem_openapi::auth::{ApiKey, Bearer};
@@ -81,28 +80,12 @@ pub struct KeyRef {
 /// against the database in the ledger batch's transaction (keyed calculate and ingest), so that a revoked key
 /// is still refused on its next call, on whichever instance it was revoked; a call that the batch would not
 /// see (an Idempotency-Key replay) looks its key up again.
-#[derive(Default)]
-pub struct KeyCache(std::sync::Mutex<HashMap<String, Arc<KeyRef>>>);
-
-/// Keys remembered at most; the cache starts afresh past it.
-const KEY_CACHE_SIZE: usize = 10_000;
+pub type KeyCache = super::seen::Seen<Arc<KeyRef>>;
 
 impl KeyCache {
-    fn get(&self, hash: &str) -> Option<Arc<KeyRef>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(hash).cloned()
-    }
-
-    fn put(&self, hash: String, key: Arc<KeyRef>) {
-        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if m.len() >= KEY_CACHE_SIZE {
-            m.clear();
-        }
-        m.insert(hash, key);
-    }
-
     /// Forgets an account's keys (after one is revoked here).
     pub fn forget_account(&self, entity_id: &str) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, k| k.entity_id != entity_id);
+        self.retain(|k| k.entity_id != entity_id);
     }
 }
 
@@ -116,7 +99,7 @@ impl AppState {
         }
         let owner = self.store.key_owner(&hash).await?.ok_or_else(|| ApiError::unauthorized("unknown or revoked API key"))?;
         let key = Arc::new(KeyRef { key_id: owner.key_id, entity_id: owner.entity.id });
-        self.keys.put(hash, key.clone());
+        self.keys.put(&hash, key.clone());
         Ok(key)
     }
 

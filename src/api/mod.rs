@@ -18,6 +18,7 @@ mod keys;
 mod ledger;
 mod nexus;
 mod recorder;
+pub mod seen;
 mod trades;
 
 use std::collections::HashMap;

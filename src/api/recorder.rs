@@ -90,31 +90,7 @@ struct Prepared {
 
 /// Each account's nexus as this instance's last batch read it, for preparing entries. It only saves work: the
 /// batch compares it with what it reads.
-#[derive(Default)]
-pub struct NexusSeen(std::sync::Mutex<HashMap<String, Nexus>>);
-
-/// Accounts remembered at most; the map starts afresh past it.
-const NEXUS_SEEN_SIZE: usize = 10_000;
-
-impl NexusSeen {
-    fn get(&self, entity_id: &str) -> Option<Nexus> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(entity_id).cloned()
-    }
-
-    fn put(&self, entity_id: &str, nexus: &Nexus) {
-        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if m.len() >= NEXUS_SEEN_SIZE && !m.contains_key(entity_id) {
-            m.clear();
-        }
-        match m.get_mut(entity_id) {
-            Some(seen) if **seen == **nexus => {}
-            Some(seen) => *seen = nexus.clone(),
-            None => {
-                m.insert(entity_id.to_string(), nexus.clone());
-            }
-        }
-    }
-}
+pub type NexusSeen = super::seen::Seen<Nexus>;
 
 /// Determines an entry with the nexus given and renders it, its 1099 parts and the API's members left to settle.
 fn prepare(registry: &Registry, now_ms: i64, nexus: Nexus, req: &Request) -> Result<Prepared, ApiError> {
@@ -345,7 +321,7 @@ impl AppState {
         for a in owners.values() {
             nexus.entry(a.id.as_str()).or_insert_with(|| {
                 let n: Nexus = Arc::new(maps.remove(a.id.as_str()));
-                self.nexus_seen.put(&a.id, &n);
+                self.nexus_seen.put(&a.id, n.clone());
                 n
             });
         }

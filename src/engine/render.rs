@@ -19,9 +19,7 @@ pub fn num(d: Decimal) -> Value {
 
 /// Money as a JSON number with exactly two decimals.
 pub fn money(d: Decimal) -> Value {
-    let mut c = super::money::cents(d);
-    c.rescale(2);
-    num(c)
+    num(cents(d).0)
 }
 
 /// The full response body, as the engine knows it (for tools; the API writes `FullText`).
@@ -297,19 +295,41 @@ impl<'a> Obj<'a> {
         self
     }
 
-    /// An array of objects, one per item.
-    fn list<T>(&mut self, k: &str, items: impl IntoIterator<Item = T>, mut f: impl FnMut(&mut Obj, T)) -> &mut Self {
+    /// An array of objects, written by `f`.
+    fn array(&mut self, k: &str, f: impl FnOnce(&mut Arr)) -> &mut Self {
         let out = self.key(k);
         out.push('[');
-        for (i, item) in items.into_iter().enumerate() {
-            if i > 0 {
-                out.push(',');
+        let mut a = Arr { out, empty: true };
+        f(&mut a);
+        a.out.push(']');
+        self
+    }
+
+    /// An array of objects, one per item.
+    fn list<T>(&mut self, k: &str, items: impl IntoIterator<Item = T>, mut f: impl FnMut(&mut Obj, T)) -> &mut Self {
+        self.array(k, |a| {
+            for item in items {
+                a.obj(|o| f(o, item));
             }
-            let mut o = Obj::open(out);
-            f(&mut o, item);
-            o.close();
+        })
+    }
+}
+
+/// An array of objects being written: its items in order.
+struct Arr<'a> {
+    out: &'a mut String,
+    empty: bool,
+}
+
+impl Arr<'_> {
+    fn obj(&mut self, f: impl FnOnce(&mut Obj)) -> &mut Self {
+        if !self.empty {
+            self.out.push(',');
         }
-        out.push(']');
+        self.empty = false;
+        let mut o = Obj::open(self.out);
+        f(&mut o);
+        o.close();
         self
     }
 }
@@ -433,25 +453,22 @@ fn write_rest(o: &mut Obj, det: &Determination) {
 fn write_audit_trail(o: &mut Obj, det: &Determination) {
     let taxable = det.legs.iter().any(|l| l.result == "taxable");
     o.put("engine_version", &det.engine_version).put("rules_version", &det.rules_version).put("as_of", &det.as_of.to_string());
-    let out = o.key("jurisdiction_chain");
-    out.push('[');
-    let mut state = Obj::open(out);
-    state.put("level", "state").put("name", &det.buyer_state_name).put("rate", &ratio(det.state_rate)).put("applied", &taxable).put("source", &Cite(&det.state_rate_citation));
-    state.close();
     let local_applied = det.legs.iter().any(|l| l.result == "taxable" && !l.local_rate.is_zero());
-    for l in &det.layers {
-        out.push(',');
-        let mut o = Obj::open(out);
-        o.put("level", "local").put("layer", &l.level).put("name", &l.name).put("rate", &ratio(l.rate)).put("applied", &local_applied).put("source", &Cite(&l.citation));
-        o.close();
-    }
-    for s in &det.special {
-        out.push(',');
-        let mut o = Obj::open(out);
-        o.put("level", "special_rule").put("name", &s.name).put("rate", &ratio(s.rate)).put("applied", &!s.tax.is_zero()).put("source", &Cite(&s.citation));
-        o.close();
-    }
-    out.push(']');
+    o.array("jurisdiction_chain", |a| {
+        a.obj(|o| {
+            o.put("level", "state").put("name", &det.buyer_state_name).put("rate", &ratio(det.state_rate)).put("applied", &taxable).put("source", &Cite(&det.state_rate_citation));
+        });
+        for l in &det.layers {
+            a.obj(|o| {
+                o.put("level", "local").put("layer", &l.level).put("name", &l.name).put("rate", &ratio(l.rate)).put("applied", &local_applied).put("source", &Cite(&l.citation));
+            });
+        }
+        for s in &det.special {
+            a.obj(|o| {
+                o.put("level", "special_rule").put("name", &s.name).put("rate", &ratio(s.rate)).put("applied", &!s.tax.is_zero()).put("source", &Cite(&s.citation));
+            });
+        }
+    });
     o.put("combined_rate", &ratio(det.applied_combined_rate()));
     o.obj("classification", |o| {
         o.put("input_transaction_type", det.transaction_type).put("input_work_type", &det.input_work_type).put("resolved_work_type", det.work_type);
@@ -478,31 +495,26 @@ fn write_audit_trail(o: &mut Obj, det: &Determination) {
         o.put("check", step.rule.as_deref().unwrap_or(step.stage)).put("result", &step.result).put("detail", step.stage);
     });
     o.put("final_determination", &det.final_determination);
-    let out = o.key("policy_references");
-    out.push('[');
-    let mut refs = Vec::new();
-    for l in &det.legs {
-        refs.push((l.rule_id.as_str(), Cite(&l.citation), l.note.clone()));
-    }
-    refs.push((det.sourcing_rule.as_str(), Cite(&det.sourcing_citation), Some(format!("{} sourcing", det.sourcing.as_str()))));
-    for s in &det.special {
-        refs.push((s.id.as_str(), Cite(&s.citation), Some(s.name.clone())));
-    }
-    for (i, (id, settlement, note)) in refs.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+    o.array("policy_references", |a| {
+        for l in &det.legs {
+            a.obj(|o| {
+                o.put("id", &l.rule_id).put("settlement", &Cite(&l.citation)).put("note", &l.note);
+            });
         }
-        let mut o = Obj::open(out);
-        o.put("id", id).put("settlement", settlement).put("note", note);
-        o.close();
-    }
-    if let Some(r) = &det.reclassified_by {
-        out.push(',');
-        let mut o = Obj::open(out);
-        o.put("id", r).put("settlement", "levy classification.yaml").put("note", "reclassification");
-        o.close();
-    }
-    out.push(']');
+        a.obj(|o| {
+            o.put("id", &det.sourcing_rule).put("settlement", &Cite(&det.sourcing_citation)).put("note", &format!("{} sourcing", det.sourcing.as_str()));
+        });
+        for s in &det.special {
+            a.obj(|o| {
+                o.put("id", &s.id).put("settlement", &Cite(&s.citation)).put("note", &s.name);
+            });
+        }
+        if let Some(r) = &det.reclassified_by {
+            a.obj(|o| {
+                o.put("id", r).put("settlement", "levy classification.yaml").put("note", "reclassification");
+            });
+        }
+    });
 }
 
 #[cfg(test)]
