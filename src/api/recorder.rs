@@ -23,17 +23,19 @@
 //! revenue as it stood when the batch began plus the batch's own sales.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Range;
 use std::sync::Arc;
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
-use sea_orm::ConnectionTrait;
+use sea_orm::{ConnectionTrait, DbBackend};
 use serde_json::{Map, Value};
 
 use super::calculate::{iso, LiveRequest};
 use super::error::ApiError;
 use super::limits::{allowance, monthly_call};
+use crate::store::limits::CounterHit;
 use super::{AppState, API_VERSION};
 use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
 use crate::engine::render::FullText;
@@ -130,6 +132,92 @@ pub struct Recorded {
     pub response: String,
 }
 
+/// A batch attempt's first script and what its answers are read against.
+struct Plan<'j> {
+    /// Jobs not failed.
+    live: Vec<usize>,
+    /// Per served job, where each entry's row comes from.
+    slots: HashMap<usize, Vec<Slot>>,
+    /// The new entries (job, entry), in order, and their payments to counterparties.
+    news: Vec<(usize, usize)>,
+    payments: Vec<Payment<'j>>,
+    /// The live jobs' monthly usage calls.
+    hits: Vec<CounterHit>,
+    first: Script<'j>,
+    /// Where each answer is in the script.
+    usage: Range<usize>,
+    owners_at: usize,
+    nexus_at: usize,
+    external: Range<usize>,
+    vendor: Range<usize>,
+    /// The revenue calculate's nexus alerts read (if any job alerts).
+    revenue_at: Option<usize>,
+}
+
+impl<'j> Plan<'j> {
+    /// Script 1 for the jobs, given what earlier attempts learned: begin; what the determinations need, with
+    /// the counters and totals added.
+    fn new(jobs: &'j [RecordJob], known: &Known, backend: DbBackend) -> Plan<'j> {
+        let live: Vec<usize> = (0..jobs.len()).filter(|i| !known.failed.contains_key(i)).collect();
+        let serving: Vec<usize> = live.iter().copied().filter(|i| !known.refused.contains_key(i)).collect();
+
+        // Which entries are new, and which repeat an external id already recorded (or earlier in the batch).
+        let mut in_batch: HashMap<(&str, &str), usize> = HashMap::new();
+        let mut news: Vec<(usize, usize)> = Vec::new();
+        let mut slots: HashMap<usize, Vec<Slot>> = HashMap::new();
+        for &i in &serving {
+            let job = &jobs[i];
+            let mut mine = Vec::new();
+            for (e, entry) in job.entries.iter().enumerate() {
+                let key = entry.external_tx_id.as_deref().filter(|_| matches!(job.source, Source::Ingest)).map(|x| (job.entity_id.as_str(), x));
+                let existing = key.and_then(|(a, x)| known.existing.get(&(a.to_string(), x.to_string())));
+                let slot = match (existing, key.and_then(|k| in_batch.get(&k))) {
+                    (Some(row), _) => Slot::Existing(row.clone()),
+                    (None, Some(&n)) => Slot::SameAs(n),
+                    (None, None) => {
+                        if let Some(k) = key {
+                            in_batch.insert(k, news.len());
+                        }
+                        news.push((i, e));
+                        Slot::New(news.len() - 1)
+                    }
+                };
+                mine.push(slot);
+            }
+            slots.insert(i, mine);
+        }
+        let payments: Vec<Payment> = news
+            .iter()
+            .map(|&(i, e)| {
+                let req = &jobs[i].entries[e].live.request;
+                Payment { entity_id: &jobs[i].entity_id, counterparty_id: &req.counterparty_id, tax_year: day(jobs[i].now_ms).year(), micros: micros(req.amount) }
+            })
+            .collect();
+
+        let mut first = Script::begin(backend);
+        let hits: Vec<_> = live.iter().map(|&i| monthly_call(&jobs[i].entity_id, jobs[i].now_ms)).collect();
+        let usage = first.add_all(Store::hit_counters_sql(backend, &hits));
+        let key_ids = distinct(live.iter().map(|&i| jobs[i].key_id.as_str()));
+        let owners_at = first.add(Store::key_owners_sql(backend, &key_ids));
+        let accounts = distinct(live.iter().map(|&i| jobs[i].entity_id.as_str()));
+        let nexus_at = first.add(Store::nexus_states_sql(backend, &accounts));
+        // (The external-id queries are consecutive statements.)
+        let mut external = first.statements()..first.statements();
+        for &i in &serving {
+            let ids: Vec<&str> = jobs[i].entries.iter().filter_map(|e| e.external_tx_id.as_deref()).collect();
+            if matches!(jobs[i].source, Source::Ingest) && !ids.is_empty() {
+                external.end = first.add(Store::transactions_by_external_ids_sql(backend, &jobs[i].entity_id, &ids)) + 1;
+            }
+        }
+        let vendor = first.add_all(Store::add_vendor_payments_sql(backend, &payments));
+        let calculating: Vec<usize> = serving.iter().copied().filter(|&i| matches!(jobs[i].source, Source::Calculate { .. })).collect();
+        let alerting = distinct(calculating.iter().map(|&i| jobs[i].entity_id.as_str()));
+        let from_month = calculating.iter().map(|&i| nexus_alerts::earliest_month(day(jobs[i].now_ms))).min().unwrap_or(0);
+        let revenue_at = (!alerting.is_empty()).then(|| first.add(Store::state_revenue_sql(backend, &alerting, from_month)));
+        Plan { live, slots, news, payments, hits, first, usage, owners_at, nexus_at, external, vendor, revenue_at }
+    }
+}
+
 fn micros(d: Decimal) -> i64 {
     (d * Decimal::from(1_000_000)).round().to_i64().unwrap_or(i64::MAX)
 }
@@ -190,10 +278,14 @@ impl AppState {
 
     /// One transaction for the jobs; a result per job, in order.
     async fn write_batch(&self, jobs: &[RecordJob]) -> Result<Vec<Result<Recorded, ApiError>>, ApiError> {
-        let mut conn = ScriptConn::acquire(&self.store.writer).await.map_err(StoreError::from)?;
+        let backend = self.store.writer.get_database_backend();
         let mut known = Known::default();
+        // (Script 1 is written before the connection is taken: on SQLite the other writers on its one connection,
+        // the limiter and Idempotency-Key claims, do not wait for that.)
+        let mut plan = Plan::new(jobs, &known, backend);
+        let mut conn = ScriptConn::acquire(&self.store.writer).await.map_err(StoreError::from)?;
         loop {
-            match self.attempt(&mut conn, jobs, &mut known).await {
+            match self.attempt(&mut conn, jobs, plan, &mut known).await {
                 Ok(Some(out)) => {
                     conn.release().await;
                     return Ok(out);
@@ -205,69 +297,15 @@ impl AppState {
                     return Err(e);
                 }
             }
+            plan = Plan::new(jobs, &known, backend);
         }
     }
 
     /// One attempt at the batch: its results, or `None` (transaction left open) when it learned something that
     /// changes what to write, added to `known`.
-    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[RecordJob], known: &mut Known) -> Result<Option<Vec<Result<Recorded, ApiError>>>, ApiError> {
-        let live: Vec<usize> = (0..jobs.len()).filter(|i| !known.failed.contains_key(i)).collect();
-        let serving: Vec<usize> = live.iter().copied().filter(|i| !known.refused.contains_key(i)).collect();
-
-        // Which entries are new, and which repeat an external id already recorded (or earlier in the batch).
-        let mut in_batch: HashMap<(&str, &str), usize> = HashMap::new();
-        let mut news: Vec<(usize, usize)> = Vec::new();
-        let mut slots: HashMap<usize, Vec<Slot>> = HashMap::new();
-        for &i in &serving {
-            let job = &jobs[i];
-            let mut mine = Vec::new();
-            for (e, entry) in job.entries.iter().enumerate() {
-                let key = entry.external_tx_id.as_deref().filter(|_| matches!(job.source, Source::Ingest)).map(|x| (job.entity_id.as_str(), x));
-                let existing = key.and_then(|(a, x)| known.existing.get(&(a.to_string(), x.to_string())));
-                let slot = match (existing, key.and_then(|k| in_batch.get(&k))) {
-                    (Some(row), _) => Slot::Existing(row.clone()),
-                    (None, Some(&n)) => Slot::SameAs(n),
-                    (None, None) => {
-                        if let Some(k) = key {
-                            in_batch.insert(k, news.len());
-                        }
-                        news.push((i, e));
-                        Slot::New(news.len() - 1)
-                    }
-                };
-                mine.push(slot);
-            }
-            slots.insert(i, mine);
-        }
-        let payments: Vec<Payment> = news
-            .iter()
-            .map(|&(i, e)| {
-                let req = &jobs[i].entries[e].live.request;
-                Payment { entity_id: &jobs[i].entity_id, counterparty_id: &req.counterparty_id, tax_year: day(jobs[i].now_ms).year(), micros: micros(req.amount) }
-            })
-            .collect();
-
-        // Script 1: what the determinations need, with the counters and totals added.
+    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[RecordJob], plan: Plan<'_>, known: &mut Known) -> Result<Option<Vec<Result<Recorded, ApiError>>>, ApiError> {
+        let Plan { live, mut slots, news, payments, hits, first, usage, owners_at, nexus_at, external, vendor, revenue_at } = plan;
         let backend = conn.backend();
-        let mut first = Script::begin(backend);
-        let hits: Vec<_> = live.iter().map(|&i| monthly_call(&jobs[i].entity_id, jobs[i].now_ms)).collect();
-        let usage = first.push_all(&Store::hit_counters_sql(&hits));
-        let key_ids = distinct(live.iter().map(|&i| jobs[i].key_id.as_str()));
-        let owners_at = first.push(&Store::key_owners_sql(&key_ids));
-        let accounts = distinct(live.iter().map(|&i| jobs[i].entity_id.as_str()));
-        let nexus_at = first.push(&Store::nexus_states_sql(&accounts));
-        let mut external_at = Vec::new();
-        for &i in &serving {
-            let ids: Vec<&str> = jobs[i].entries.iter().filter_map(|e| e.external_tx_id.as_deref()).collect();
-            if matches!(jobs[i].source, Source::Ingest) && !ids.is_empty() {
-                external_at.push(first.push(&Store::transactions_by_external_ids_sql(&jobs[i].entity_id, &ids)));
-            }
-        }
-        let vendor = first.push_all(&Store::add_vendor_payments_sql(&payments));
-        let calculating: Vec<usize> = serving.iter().copied().filter(|&i| matches!(jobs[i].source, Source::Calculate { .. })).collect();
-        let alerting = distinct(calculating.iter().map(|&i| jobs[i].entity_id.as_str()));
-        let from_month = calculating.iter().map(|&i| nexus_alerts::earliest_month(day(jobs[i].now_ms))).min().unwrap_or(0);
-        let revenue_at = (!alerting.is_empty()).then(|| first.push(&Store::state_revenue_sql(&alerting, from_month)));
         let answers = conn.run(first).await.map_err(StoreError::from)?;
 
         // What the answers change: keys no longer valid, allowances used up, external ids already recorded.
@@ -292,11 +330,6 @@ impl AppState {
                 }
             }
         }
-        // (The external-id queries are consecutive statements.)
-        let external = match (external_at.first(), external_at.last()) {
-            (Some(&a), Some(&b)) => a..b + 1,
-            _ => 0..0,
-        };
         for row in answers.models::<transaction::Model>(external, "").map_err(StoreError::from)? {
             let ext = row.external_tx_id.clone().unwrap_or_default();
             if known.existing.insert((row.entity_id.clone(), ext), row).is_none() {
@@ -388,9 +421,9 @@ impl AppState {
 
         // Script 2: the writes, the Idempotency-Key responses, commit.
         let mut second = Script::new(backend);
-        second.push_all(&Store::hit_counters_sql(&metered));
-        second.push_all(&Store::add_state_revenues_sql(&sales));
-        second.push_all(&Store::insert_transactions_sql(&rows));
+        second.add_all(Store::hit_counters_sql(backend, &metered));
+        second.add_all(Store::add_state_revenues_sql(backend, &sales));
+        second.add_all(Store::insert_transactions_sql(backend, &rows));
 
         // The outcomes, in job order.
         let mut out = Vec::with_capacity(jobs.len());
@@ -429,7 +462,7 @@ impl AppState {
                     None => Value::Null.to_string(),
                 };
                 if let Some(k) = idempotency_key {
-                    second.push(&Store::finish_idempotency_key_sql(&job.entity_id, k, 200, &response));
+                    second.add(Store::finish_idempotency_key_sql(backend, &job.entity_id, k, 200, response.clone()));
                 }
             }
             out.push(Ok(Recorded { entries, response }));

@@ -1,9 +1,9 @@
 //! Accounts, agents, API keys and sessions.
 
-use sea_orm::sea_query::SelectStatement;
-use sea_orm::{ColumnTrait, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder, QueryResult, QuerySelect, QueryTrait, TransactionTrait};
+use sea_orm::{ColumnTrait, DbBackend, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder, QueryResult, QuerySelect, TransactionTrait};
 
 use super::entity::{agent, api_key, entity, session, transaction};
+use super::script::Sql;
 use super::{Store, StoreError};
 
 /// Who a valid API key belongs to.
@@ -45,17 +45,15 @@ impl Store {
     }
 
     /// The owners of those of these keys (by id) that are not revoked, in one query; read with [`Store::key_owners_from`].
-    pub fn key_owners_sql(key_ids: &[&str]) -> SelectStatement {
-        api_key::Entity::find()
-            .find_also_related(entity::Entity)
-            .filter(api_key::Column::Id.is_in(key_ids.iter().copied()))
-            .filter(api_key::Column::RevokedAt.is_null())
-            .into_query()
+    pub fn key_owners_sql<'a>(backend: DbBackend, key_ids: &[&'a str]) -> Sql<'a> {
+        let mut sql = Sql::new(backend);
+        sql.push(r#"SELECT "k"."id" AS "key_id", "e".* FROM "api_keys" AS "k" JOIN "entities" AS "e" ON "e"."id" = "k"."entity_id" WHERE "k"."id""#);
+        sql.in_list(key_ids.iter().copied()).push(r#" AND "k"."revoked_at" IS NULL"#);
+        sql
     }
 
     pub fn key_owners_from(rows: &[QueryResult]) -> Result<Vec<KeyOwner>, StoreError> {
-        // Columns as sea-orm names them for a pair of models: the key's with prefix A_, the account's with B_.
-        rows.iter().map(|r| Ok(KeyOwner { key_id: api_key::Model::from_query_result(r, "A_")?.id, entity: entity::Model::from_query_result(r, "B_")? })).collect()
+        rows.iter().map(|r| Ok(KeyOwner { key_id: r.try_get("", "key_id")?, entity: entity::Model::from_query_result(r, "")? })).collect()
     }
 
     pub async fn insert_key(&self, key: api_key::Model) -> Result<(), StoreError> {

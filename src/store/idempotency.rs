@@ -3,10 +3,10 @@
 //! reports a different body. The finished response is written in the same database transaction as the
 //! ledger row, so a key never stands for a write that did not happen, nor a write for two keys.
 
-use sea_orm::sea_query::UpdateStatement;
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryTrait, Set};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, Set};
 
 use super::entity::idempotency::{self, Column};
+use super::script::{Arg, Sql};
 use super::{Store, StoreError};
 
 pub const IN_PROGRESS: &str = "in_progress";
@@ -78,18 +78,15 @@ impl Store {
 
     /// Stores the response for a key; call inside the transaction that made the writes it reports.
     pub async fn finish_idempotency_key<C: ConnectionTrait>(conn: &C, entity_id: &str, key: &str, status: u16, body: &str) -> Result<(), StoreError> {
-        conn.execute(conn.get_database_backend().build(&Store::finish_idempotency_key_sql(entity_id, key, status, body))).await?;
+        conn.execute(Store::finish_idempotency_key_sql(conn.get_database_backend(), entity_id, key, status, body).statement()).await?;
         Ok(())
     }
 
-    pub fn finish_idempotency_key_sql(entity_id: &str, key: &str, status: u16, body: &str) -> UpdateStatement {
-        idempotency::Entity::update_many()
-            .col_expr(Column::State, DONE.into())
-            .col_expr(Column::Status, i32::from(status).into())
-            .col_expr(Column::Body, body.into())
-            .filter(Column::EntityId.eq(entity_id))
-            .filter(Column::Key.eq(key))
-            .into_query()
+    pub fn finish_idempotency_key_sql<'a>(backend: DbBackend, entity_id: &'a str, key: &'a str, status: u16, body: impl Into<Arg<'a>>) -> Sql<'a> {
+        let mut sql = Sql::new(backend);
+        sql.push(r#"UPDATE "idempotency_keys" SET "state" = "#).arg(DONE).push(r#", "status" = "#).arg(i64::from(status)).push(r#", "body" = "#).arg(body);
+        sql.push(r#" WHERE "entity_id" = "#).arg(entity_id).push(r#" AND "key" = "#).arg(key);
+        sql
     }
 
     /// Releases a key whose request failed, so that a corrected retry can use it.

@@ -2,10 +2,10 @@
 
 use std::collections::HashMap;
 
-use sea_orm::sea_query::{InsertStatement, SelectStatement};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Set};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect};
 
 use super::entity::{state_revenue, transaction, vendor_ytd};
+use super::script::{Arg, Sql};
 use super::{adding_upserts, Store, StoreError};
 
 #[derive(Default)]
@@ -37,8 +37,8 @@ impl Store {
     /// [`Store::add_vendor_payments_sql`]) and returns, for each payment in the order given, the total before it.
     pub async fn add_vendor_payments<C: ConnectionTrait>(conn: &C, payments: &[Payment<'_>]) -> Result<Vec<i64>, StoreError> {
         let mut rows = Vec::new();
-        for stmt in Store::add_vendor_payments_sql(payments) {
-            rows.extend(vendor_ytd::Model::find_by_statement(conn.get_database_backend().build(&stmt)).all(conn).await?);
+        for stmt in Store::add_vendor_payments_sql(conn.get_database_backend(), payments) {
+            rows.extend(vendor_ytd::Model::find_by_statement(stmt.statement()).all(conn).await?);
         }
         Ok(Store::totals_before(payments, rows))
     }
@@ -46,24 +46,10 @@ impl Store {
     /// The upserts that add payments to their counterparties' totals for the tax year (read-modify-write in the
     /// database, so concurrent writers cannot lose a payment; rows in key order, so they lock in one order),
     /// returning the totals.
-    pub fn add_vendor_payments_sql(payments: &[Payment<'_>]) -> Vec<InsertStatement> {
-        use vendor_ytd::Column as C_;
+    pub fn add_vendor_payments_sql<'a>(backend: DbBackend, payments: &[Payment<'a>]) -> Vec<Sql<'a>> {
         let sums = super::sums_per_key(payments.iter().map(|p| ((p.entity_id, p.counterparty_id, p.tax_year), p.micros)));
-        let rows: Vec<_> = sums
-            .into_iter()
-            .map(|((entity_id, counterparty_id, tax_year), (micros, n))| vendor_ytd::ActiveModel {
-                entity_id: Set(entity_id.to_string()),
-                counterparty_id: Set(counterparty_id.to_string()),
-                tax_year: Set(tax_year),
-                total_micros: Set(micros),
-                payments: Set(n),
-            })
-            .collect();
-        let mut stmts = adding_upserts(&rows, &[C_::EntityId, C_::CounterpartyId, C_::TaxYear], &[C_::TotalMicros, C_::Payments]);
-        for s in &mut stmts {
-            s.returning_all();
-        }
-        stmts
+        let rows = sums.into_iter().map(|((entity_id, counterparty_id, tax_year), (micros, n))| [entity_id.into(), counterparty_id.into(), tax_year.into(), micros.into(), n.into()]).collect();
+        adding_upserts(backend, "vendor_ytd", ["entity_id", "counterparty_id", "tax_year", "total_micros", "payments"], 3, 2, rows, true)
     }
 
     /// For each payment in the order given, the counterparty's total before it (micro-dollars), from the totals
@@ -76,45 +62,61 @@ impl Store {
     }
 
     /// The upserts that add sales to the states' monthly revenue (rows in key order).
-    pub fn add_state_revenues_sql(sales: &[Sale<'_>]) -> Vec<InsertStatement> {
-        use state_revenue::Column as C_;
+    pub fn add_state_revenues_sql<'a>(backend: DbBackend, sales: &[Sale<'a>]) -> Vec<Sql<'a>> {
         let sums = super::sums_per_key(sales.iter().map(|s| ((s.entity_id, s.state, s.month), s.micros)));
-        let rows: Vec<_> = sums
-            .into_iter()
-            .map(|((entity_id, state, month), (micros, n))| state_revenue::ActiveModel {
-                entity_id: Set(entity_id.to_string()),
-                state: Set(state.to_string()),
-                month: Set(month),
-                sales_micros: Set(micros),
-                tx_count: Set(n),
-            })
-            .collect();
-        adding_upserts(&rows, &[C_::EntityId, C_::State, C_::Month], &[C_::SalesMicros, C_::TxCount])
+        let rows = sums.into_iter().map(|((entity_id, state, month), (micros, n))| [entity_id.into(), state.into(), month.into(), micros.into(), n.into()]).collect();
+        adding_upserts(backend, "state_revenue", ["entity_id", "state", "month", "sales_micros", "tx_count"], 3, 2, rows, false)
     }
 
     /// Monthly revenue buckets of these accounts from `from_month` (yyyymm) on.
     pub async fn state_revenue_of<C: ConnectionTrait>(conn: &C, entity_ids: &[&str], from_month: i32) -> Result<Vec<state_revenue::Model>, StoreError> {
-        Ok(state_revenue::Model::find_by_statement(conn.get_database_backend().build(&Store::state_revenue_sql(entity_ids, from_month))).all(conn).await?)
+        Ok(state_revenue::Model::find_by_statement(Store::state_revenue_sql(conn.get_database_backend(), entity_ids, from_month).statement()).all(conn).await?)
     }
 
-    pub fn state_revenue_sql(entity_ids: &[&str], from_month: i32) -> SelectStatement {
-        state_revenue::Entity::find()
-            .filter(state_revenue::Column::EntityId.is_in(entity_ids.iter().copied()))
-            .filter(state_revenue::Column::Month.gte(from_month))
-            .into_query()
+    pub fn state_revenue_sql<'a>(backend: DbBackend, entity_ids: &[&'a str], from_month: i32) -> Sql<'a> {
+        let mut sql = Sql::new(backend);
+        sql.push(r#"SELECT * FROM "state_revenue" WHERE "entity_id""#).in_list(entity_ids.iter().copied()).push(r#" AND "month" >= "#).arg(from_month);
+        sql
     }
 
     /// The inserts of ledger rows, one per `ROWS_PER_STATEMENT`.
-    pub fn insert_transactions_sql(rows: &[transaction::Model]) -> Vec<InsertStatement> {
-        rows.chunks(super::ROWS_PER_STATEMENT).map(|chunk| transaction::Entity::insert_many(chunk.iter().cloned().map(transaction::ActiveModel::from)).into_query()).collect()
+    pub fn insert_transactions_sql(backend: DbBackend, rows: &[transaction::Model]) -> Vec<Sql<'_>> {
+        rows.chunks(super::ROWS_PER_STATEMENT)
+            .map(|chunk| {
+                let mut sql = Sql::new(backend);
+                sql.push(r#"INSERT INTO "transactions" ("id", "entity_id", "created_at", "role", "buyer_state", "counterparty_id", "amount", "amount_micros", "total_tax", "external_tx_id", "source", "metadata", "request", "result") VALUES "#);
+                for (i, r) in chunk.iter().enumerate() {
+                    if i > 0 {
+                        sql.push(", ");
+                    }
+                    let row: [Arg; 14] = [
+                        (&r.id).into(),
+                        (&r.entity_id).into(),
+                        r.created_at.into(),
+                        (&r.role).into(),
+                        (&r.buyer_state).into(),
+                        (&r.counterparty_id).into(),
+                        (&r.amount).into(),
+                        r.amount_micros.into(),
+                        (&r.total_tax).into(),
+                        r.external_tx_id.as_ref().into(),
+                        (&r.source).into(),
+                        r.metadata.as_ref().into(),
+                        (&r.request).into(),
+                        (&r.result).into(),
+                    ];
+                    sql.tuple(row);
+                }
+                sql
+            })
+            .collect()
     }
 
     /// The ledger rows of an account with any of these external ids.
-    pub fn transactions_by_external_ids_sql(entity_id: &str, external_tx_ids: &[&str]) -> SelectStatement {
-        transaction::Entity::find()
-            .filter(transaction::Column::EntityId.eq(entity_id))
-            .filter(transaction::Column::ExternalTxId.is_in(external_tx_ids.iter().copied()))
-            .into_query()
+    pub fn transactions_by_external_ids_sql<'a>(backend: DbBackend, entity_id: &'a str, external_tx_ids: &[&'a str]) -> Sql<'a> {
+        let mut sql = Sql::new(backend);
+        sql.push(r#"SELECT * FROM "transactions" WHERE "entity_id" = "#).arg(entity_id).push(r#" AND "external_tx_id""#).in_list(external_tx_ids.iter().copied());
+        sql
     }
 
     /// The account's transactions, newest first.

@@ -13,10 +13,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use sea_orm::sea_query::InsertStatement;
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, FromQueryResult, QueryFilter, Set};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, QueryFilter};
 
 use super::entity::counter::{self, Column};
+use super::script::Sql;
 use super::{Store, StoreError};
 
 /// Units below the limit within which every call reserves exactly one unit.
@@ -133,34 +133,22 @@ impl Store {
     /// the order given, the count just after it.
     pub async fn hit_counters<C: ConnectionTrait>(conn: &C, hits: &[CounterHit]) -> Result<Vec<i64>, StoreError> {
         let mut rows = Vec::new();
-        for stmt in Store::hit_counters_sql(hits) {
-            rows.extend(counter::Model::find_by_statement(conn.get_database_backend().build(&stmt)).all(conn).await?);
+        for stmt in Store::hit_counters_sql(conn.get_database_backend(), hits) {
+            rows.extend(counter::Model::find_by_statement(stmt.statement()).all(conn).await?);
         }
         Ok(Store::counts_after(hits, rows))
     }
 
     /// The upserts that add the hits: one per `ROWS_PER_STATEMENT` windows (hits on the same window summed
     /// first, windows in key order so that concurrent writers lock rows in one order), returning the windows.
-    pub fn hit_counters_sql(hits: &[CounterHit]) -> Vec<InsertStatement> {
+    pub fn hit_counters_sql(backend: DbBackend, hits: &[CounterHit]) -> Vec<Sql<'static>> {
         let mut sums: BTreeMap<(&str, i64), (i64, i64)> = BTreeMap::new();
         for h in hits {
             let e = sums.entry((h.name.as_str(), h.window_start)).or_insert((0, h.expires_at));
             e.0 += h.n;
         }
-        let rows: Vec<_> = sums
-            .into_iter()
-            .map(|((name, window_start), (n, expires_at))| counter::ActiveModel {
-                name: Set(name.to_string()),
-                window_start: Set(window_start),
-                count: Set(n),
-                expires_at: Set(expires_at),
-            })
-            .collect();
-        let mut stmts = super::adding_upserts(&rows, &[Column::Name, Column::WindowStart], &[Column::Count]);
-        for s in &mut stmts {
-            s.returning_all();
-        }
-        stmts
+        let rows = sums.into_iter().map(|((name, window_start), (n, expires_at))| [name.to_string().into(), window_start.into(), n.into(), expires_at.into()]).collect();
+        super::adding_upserts(backend, "counters", ["name", "window_start", "count", "expires_at"], 2, 1, rows, true)
     }
 
     /// For each hit in the order given, the count just after it, from the windows the upserts returned.

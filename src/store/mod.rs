@@ -76,20 +76,50 @@ pub fn sums_per_key<K: Ord>(additions: impl IntoIterator<Item = (K, i64)>) -> Ve
     sums.into_iter().collect()
 }
 
-/// Upserts of `rows`, `ROWS_PER_STATEMENT` per statement: a row whose `keys` are already stored adds its `added`
-/// columns to the stored ones (`table.column + excluded.column`: read-modify-write in the database, so concurrent
-/// writers lose nothing).
-pub fn adding_upserts<A>(rows: &[A], keys: &[<A::Entity as sea_orm::EntityTrait>::Column], added: &[<A::Entity as sea_orm::EntityTrait>::Column]) -> Vec<sea_orm::sea_query::InsertStatement>
-where
-    A: sea_orm::ActiveModelTrait + Clone,
-{
-    use sea_orm::sea_query::{Alias, Expr, OnConflict};
-    use sea_orm::{EntityTrait, QueryTrait};
-    let mut conflict = OnConflict::columns(keys.iter().copied());
-    for &column in added {
-        conflict.value(column, Expr::col((A::Entity::default(), column)).add(Expr::col((Alias::new("excluded"), column))));
+/// Upserts of `rows` into `table`, `ROWS_PER_STATEMENT` per statement, written by hand (see `script`). Each row
+/// holds a value per column of `columns`: the first `keys` are the conflict key, the next `added` are added to
+/// the stored ones when the key is already stored (`table.column + excluded.column`: read-modify-write in the
+/// database, so concurrent writers lose nothing), and the rest are written only with a new row. With
+/// `returning`, each statement returns its rows as stored.
+pub fn adding_upserts<'a, const N: usize>(backend: DbBackend, table: &str, columns: [&str; N], keys: usize, added: usize, rows: Vec<[script::Arg<'a>; N]>, returning: bool) -> Vec<script::Sql<'a>> {
+    let mut head = format!("INSERT INTO \"{table}\" (");
+    for (i, c) in columns.iter().enumerate() {
+        head.push_str(if i > 0 { ", \"" } else { "\"" });
+        head.push_str(c);
+        head.push('"');
     }
-    rows.chunks(ROWS_PER_STATEMENT).map(|chunk| A::Entity::insert_many(chunk.iter().cloned()).on_conflict(conflict.clone()).into_query()).collect()
+    head.push_str(") VALUES ");
+    let mut tail = String::from(" ON CONFLICT (");
+    for (i, c) in columns[..keys].iter().enumerate() {
+        tail.push_str(if i > 0 { ", \"" } else { "\"" });
+        tail.push_str(c);
+        tail.push('"');
+    }
+    tail.push_str(") DO UPDATE SET ");
+    for (i, c) in columns[keys..keys + added].iter().enumerate() {
+        if i > 0 {
+            tail.push_str(", ");
+        }
+        tail.push_str(&format!("\"{c}\" = \"{table}\".\"{c}\" + \"excluded\".\"{c}\""));
+    }
+    if returning {
+        tail.push_str(" RETURNING *");
+    }
+    let mut out = Vec::new();
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let mut sql = script::Sql::new(backend);
+        sql.push(&head);
+        for (i, row) in rows.by_ref().take(ROWS_PER_STATEMENT).enumerate() {
+            if i > 0 {
+                sql.push(", ");
+            }
+            sql.tuple(row);
+        }
+        sql.push(&tail);
+        out.push(sql);
+    }
+    out
 }
 
 #[derive(Clone)]

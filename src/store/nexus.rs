@@ -1,9 +1,10 @@
 //! An account's nexus settings: which states it has nexus in, merged state by state.
 
 use sea_orm::sea_query::OnConflict;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QueryTrait, Set, TransactionTrait};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait};
 
 use super::entity::{entity, nexus_state};
+use super::script::Sql;
 use super::{Store, StoreError};
 
 pub struct NexusEntry {
@@ -22,8 +23,10 @@ impl Store {
     }
 
     /// The nexus settings of several accounts, in one query.
-    pub fn nexus_states_sql(entity_ids: &[&str]) -> sea_orm::sea_query::SelectStatement {
-        nexus_state::Entity::find().filter(nexus_state::Column::EntityId.is_in(entity_ids.iter().copied())).into_query()
+    pub fn nexus_states_sql<'a>(backend: sea_orm::DbBackend, entity_ids: &[&'a str]) -> Sql<'a> {
+        let mut sql = Sql::new(backend);
+        sql.push(r#"SELECT * FROM "nexus_states" WHERE "entity_id""#).in_list(entity_ids.iter().copied());
+        sql
     }
 
     /// Writes only the states given; the others keep what they had. Marks the account as configured.

@@ -1,78 +1,252 @@
-//! Several statements sent to the database in one round trip.
+//! Several statements sent to the database in one round trip, and the hand-written statements they hold.
 //!
 //! A hot write transaction made of many small statements spends most of its time between them: on SQLite each
 //! statement is a hand-off to the connection's worker thread and back, on PostgreSQL a network round trip. A
 //! `Script` joins statements into one text that the database runs in order (SQLite's multi-statement prepare,
 //! PostgreSQL's simple-query protocol), and `Results` splits what comes back by statement.
 //!
-//! On SQLite the values are bound as parameters, across the statements in order. PostgreSQL's simple-query
-//! protocol takes no parameters, so there the text carries its values written in by sea-query's quoting.
-//! Identifiers, numbers and JSON text quote exactly; callers keep control characters out of free-text values
-//! (the API refuses them in identifiers, and JSON text escapes them).
+//! The statements of the hot paths (the ledger batch, the limiter's counters) are written by hand as [`Sql`]:
+//! building them with sea-query took more than half of a ledger batch's own CPU time (query objects, boxed
+//! values, then the text), and the batch runs one at a time. On SQLite a value is bound as a parameter (`?`),
+//! across a script's statements in order, so a statement's text depends only on its shape and SQLite reuses
+//! the prepared statement. PostgreSQL's simple-query protocol takes no parameters, so there a value is written
+//! into the text as a literal. Text values quote exactly (quotes and backslashes included); callers keep NUL
+//! out of them (the API refuses control characters in identifiers, and JSON text escapes them). Identifiers are
+//! double-quoted, so no column name is taken for a keyword.
 //!
 //! A transaction spans scripts on one held connection ([`ScriptConn`]): the first script begins it, the last
 //! commits it. A connection dropped while its transaction is open is closed, not returned to the pool, so the
 //! database rolls the transaction back.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::ops::Range;
 
 use futures::TryStreamExt;
-use sea_orm::sea_query::{PostgresQueryBuilder, QueryStatementWriter, SqliteQueryBuilder};
 use sea_orm::sqlx::pool::PoolConnection;
-use sea_orm::sqlx::{Either, Executor, Postgres, Sqlite};
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, FromQueryResult, QueryResult, RuntimeErr};
+use sea_orm::sqlx::sqlite::SqliteArguments;
+use sea_orm::sqlx::{Arguments, Either, Executor, Postgres, Sqlite};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, FromQueryResult, QueryResult, RuntimeErr, Statement};
+
+/// A value in a hand-written statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg<'a> {
+    Text(Cow<'a, str>),
+    Int(i64),
+    Bool(bool),
+    Null,
+}
+
+impl<'a> From<&'a str> for Arg<'a> {
+    fn from(v: &'a str) -> Self {
+        Arg::Text(Cow::Borrowed(v))
+    }
+}
+
+impl<'a> From<&'a String> for Arg<'a> {
+    fn from(v: &'a String) -> Self {
+        Arg::Text(Cow::Borrowed(v))
+    }
+}
+
+impl From<String> for Arg<'_> {
+    fn from(v: String) -> Self {
+        Arg::Text(Cow::Owned(v))
+    }
+}
+
+impl From<i64> for Arg<'_> {
+    fn from(v: i64) -> Self {
+        Arg::Int(v)
+    }
+}
+
+impl From<i32> for Arg<'_> {
+    fn from(v: i32) -> Self {
+        Arg::Int(v.into())
+    }
+}
+
+impl From<bool> for Arg<'_> {
+    fn from(v: bool) -> Self {
+        Arg::Bool(v)
+    }
+}
+
+impl<'a, T: Into<Arg<'a>>> From<Option<T>> for Arg<'a> {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Arg::Null, Into::into)
+    }
+}
+
+/// One statement written by hand: its text, with each value a parameter (SQLite) or a literal (PostgreSQL).
+pub struct Sql<'a> {
+    backend: DbBackend,
+    text: String,
+    /// SQLite: the parameters, in order.
+    args: Vec<Arg<'a>>,
+}
+
+impl<'a> Sql<'a> {
+    pub fn new(backend: DbBackend) -> Sql<'a> {
+        Sql { backend, text: String::with_capacity(256), args: Vec::new() }
+    }
+
+    /// Appends SQL text.
+    pub fn push(&mut self, text: &str) -> &mut Self {
+        self.text.push_str(text);
+        self
+    }
+
+    /// Appends a value.
+    pub fn arg(&mut self, value: impl Into<Arg<'a>>) -> &mut Self {
+        let value = value.into();
+        if self.backend == DbBackend::Postgres {
+            literal(&mut self.text, &value);
+        } else {
+            self.text.push('?');
+            self.args.push(value);
+        }
+        self
+    }
+
+    /// Appends values separated by commas, in parentheses: `(a, b, c)`.
+    pub fn tuple<A: Into<Arg<'a>>>(&mut self, values: impl IntoIterator<Item = A>) -> &mut Self {
+        self.text.push('(');
+        for (i, v) in values.into_iter().enumerate() {
+            if i > 0 {
+                self.text.push_str(", ");
+            }
+            self.arg(v);
+        }
+        self.text.push(')');
+        self
+    }
+
+    /// Appends ` IN (a, b, c)`; an empty list matches nothing (` IN (NULL)`).
+    pub fn in_list<A: Into<Arg<'a>>>(&mut self, values: impl IntoIterator<Item = A>) -> &mut Self {
+        self.text.push_str(" IN ");
+        let start = self.text.len();
+        self.tuple(values);
+        if self.text.len() == start + 2 {
+            self.text.truncate(start);
+            self.text.push_str("(NULL)");
+        }
+        self
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// As a sea-orm statement, to run on its own through any connection.
+    pub fn statement(self) -> Statement {
+        if self.args.is_empty() {
+            return Statement::from_string(self.backend, self.text);
+        }
+        let values = self
+            .args
+            .into_iter()
+            .map(|a| match a {
+                Arg::Text(t) => sea_orm::Value::from(t.into_owned()),
+                Arg::Int(i) => sea_orm::Value::from(i),
+                Arg::Bool(b) => sea_orm::Value::from(b),
+                Arg::Null => sea_orm::Value::String(None),
+            })
+            .collect::<Vec<_>>();
+        Statement::from_sql_and_values(self.backend, self.text, values)
+    }
+}
+
+/// A PostgreSQL literal. Text is a standard string with quotes doubled, or, when it holds a backslash, an escape
+/// string (`E'...'`) with backslashes and quotes escaped: exact whatever `standard_conforming_strings` says.
+fn literal(out: &mut String, value: &Arg) {
+    match value {
+        Arg::Text(t) => {
+            if t.contains('\\') {
+                out.push_str("E'");
+                for c in t.chars() {
+                    match c {
+                        '\\' => out.push_str("\\\\"),
+                        '\'' => out.push_str("\\'"),
+                        c => out.push(c),
+                    }
+                }
+            } else {
+                out.push('\'');
+                let mut rest: &str = t;
+                while let Some(q) = rest.find('\'') {
+                    out.push_str(&rest[..=q]);
+                    out.push('\'');
+                    rest = &rest[q + 1..];
+                }
+                out.push_str(rest);
+            }
+            out.push('\'');
+        }
+        Arg::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Arg::Bool(b) => out.push_str(if *b { "TRUE" } else { "FALSE" }),
+        Arg::Null => out.push_str("NULL"),
+    }
+}
 
 /// Statements to run together, in order.
-pub struct Script {
+pub struct Script<'a> {
     backend: DbBackend,
     sql: String,
     /// SQLite: the parameters of every statement, in order.
-    values: Vec<sea_orm::sea_query::Value>,
+    args: Vec<Arg<'a>>,
     statements: usize,
     begins: bool,
     commits: bool,
 }
 
-impl Script {
-    pub fn new(backend: DbBackend) -> Script {
-        Script { backend, sql: String::new(), values: Vec::new(), statements: 0, begins: false, commits: false }
+impl<'a> Script<'a> {
+    pub fn new(backend: DbBackend) -> Script<'a> {
+        Script { backend, sql: String::with_capacity(4096), args: Vec::new(), statements: 0, begins: false, commits: false }
     }
 
     /// A script that begins a write transaction (SQLite: IMMEDIATE, taking the write lock at once).
-    pub fn begin(backend: DbBackend) -> Script {
+    pub fn begin(backend: DbBackend) -> Script<'a> {
         let mut s = Script::new(backend);
         s.push_sql(if backend == DbBackend::Sqlite { "BEGIN IMMEDIATE" } else { "BEGIN" });
         s.begins = true;
         s
     }
 
+    pub fn backend(&self) -> DbBackend {
+        self.backend
+    }
+
     /// Appends a statement; returns its position.
-    pub fn push(&mut self, stmt: &impl QueryStatementWriter) -> usize {
-        let sql = match self.backend {
-            DbBackend::Postgres => stmt.to_string(PostgresQueryBuilder),
-            _ => {
-                let (sql, values) = stmt.build(SqliteQueryBuilder);
-                self.values.extend(values.0);
-                sql
-            }
-        };
-        self.push_sql(&sql)
+    pub fn add(&mut self, stmt: Sql<'a>) -> usize {
+        debug_assert_eq!(stmt.backend, self.backend);
+        self.args.extend(stmt.args);
+        self.push_sql(&stmt.text)
     }
 
     /// Appends statements; returns their positions.
-    pub fn push_all<S: QueryStatementWriter>(&mut self, stmts: &[S]) -> Range<usize> {
+    pub fn add_all(&mut self, stmts: Vec<Sql<'a>>) -> Range<usize> {
         let start = self.statements;
         for s in stmts {
-            self.push(s);
+            self.add(s);
         }
         start..self.statements
     }
 
+    /// Appends a statement without values.
     pub fn push_sql(&mut self, sql: &str) -> usize {
         self.sql.push_str(sql);
         self.sql.push_str(";\n");
         self.statements += 1;
         self.statements - 1
+    }
+
+    /// How many statements the script holds (the position of the next).
+    pub fn statements(&self) -> usize {
+        self.statements
     }
 
     /// Ends the script with the transaction's commit.
@@ -130,7 +304,7 @@ impl ScriptConn {
 
     /// Runs the script; a script that begins a transaction leaves it open until one commits it or
     /// [`ScriptConn::rollback`]. On error the statements after the failing one do not run.
-    pub async fn run(&mut self, script: Script) -> Result<Results, DbErr> {
+    pub async fn run(&mut self, script: Script<'_>) -> Result<Results, DbErr> {
         if script.begins {
             self.open = true;
         }
@@ -139,10 +313,21 @@ impl ScriptConn {
             Conn::Sqlite(c) => {
                 // sqlx runs the statements of one prepared query one after another on SQLite, binding each its
                 // share of the parameters. It marks that behaviour deprecated (launchbadge/sqlx#3108); should a
-                // later version drop it, the tests fail and the PostgreSQL path below (values in the text, raw_sql)
-                // serves SQLite too, about a fifth slower here (measured with benches/load.sh).
-                let values = sea_query_binder::SqlxValues(sea_orm::sea_query::Values(script.values));
-                let mut stream = (&mut **c).fetch_many(sea_orm::sqlx::query_with(&script.sql, values));
+                // later version drop it, the tests fail and literals in the text (as on PostgreSQL) serve SQLite
+                // too, at the cost of preparing every script anew.
+                let mut args = SqliteArguments::default();
+                args.reserve(script.args.len(), 0);
+                for a in script.args {
+                    let added = match a {
+                        Arg::Text(Cow::Borrowed(t)) => args.add(t),
+                        Arg::Text(Cow::Owned(t)) => args.add(t),
+                        Arg::Int(i) => args.add(i),
+                        Arg::Bool(b) => args.add(b),
+                        Arg::Null => args.add(None::<i64>),
+                    };
+                    added.map_err(|e| DbErr::Custom(format!("binding a value: {e}")))?;
+                }
+                let mut stream = (&mut **c).fetch_many(sea_orm::sqlx::query_with(&script.sql, args));
                 while let Some(item) = stream.try_next().await.map_err(sqlx_err)? {
                     match item {
                         Either::Left(_) => out.push(Vec::new()),
@@ -213,5 +398,52 @@ impl Drop for ScriptConn {
                 Conn::Postgres(c) => c.close_on_drop(),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pg(values: &[Arg]) -> String {
+        let mut sql = Sql::new(DbBackend::Postgres);
+        sql.tuple(values.iter().cloned());
+        sql.text
+    }
+
+    #[test]
+    fn postgres_literals_quote_exactly() {
+        assert_eq!(pg(&["plain".into(), "it's".into(), "''".into()]), "('plain', 'it''s', '''''')");
+        // With a backslash: an escape string, whatever standard_conforming_strings says.
+        assert_eq!(pg(&[r"a\b".into(), r"\'".into(), r"E'\n'".into()]), r"(E'a\\b', E'\\\'', E'E\'\\n\'')");
+        assert_eq!(pg(&["é 税 😀\n\t".into(), 42i64.into(), (-7i32).into(), true.into(), false.into(), Arg::Null, None::<&str>.into()]), "('é 税 😀\n\t', 42, -7, TRUE, FALSE, NULL, NULL)");
+    }
+
+    #[test]
+    fn sqlite_binds_every_value_and_its_text_depends_only_on_the_shape() {
+        let write = |name: &'static str, n: i64| {
+            let mut sql = Sql::new(DbBackend::Sqlite);
+            sql.push("SELECT 1 WHERE x").in_list([name, "b"]).push(" AND y = ").arg(n).push(" AND z").in_list(Vec::<&str>::new());
+            sql
+        };
+        let (a, b) = (write("it's", 1), write(r"\", 2));
+        assert_eq!(a.text, "SELECT 1 WHERE x IN (?, ?) AND y = ? AND z IN (NULL)");
+        assert_eq!(a.text, b.text);
+        assert_eq!(a.args, vec![Arg::from("it's"), Arg::from("b"), Arg::Int(1)]);
+    }
+
+    #[test]
+    fn adding_upserts_add_the_added_columns_and_split_long_batches() {
+        let rows = |n: i64| (0..n).map(|i| [Arg::from(format!("k{i}")), Arg::Int(i), Arg::Int(9)]).collect();
+        let stmts = crate::store::adding_upserts(DbBackend::Postgres, "t", ["k", "n", "other"], 1, 1, rows(2), true);
+        assert_eq!(stmts.len(), 1);
+        assert_eq!(
+            stmts[0].text(),
+            r#"INSERT INTO "t" ("k", "n", "other") VALUES ('k0', 0, 9), ('k1', 1, 9) ON CONFLICT ("k") DO UPDATE SET "n" = "t"."n" + "excluded"."n" RETURNING *"#
+        );
+        let stmts = crate::store::adding_upserts(DbBackend::Sqlite, "t", ["k", "n", "other"], 1, 1, rows(1001), false);
+        assert_eq!(stmts.iter().map(|s| s.args.len()).collect::<Vec<_>>(), vec![1500, 1500, 3]);
+        assert!(stmts[2].text().ends_with(r#"VALUES (?, ?, ?) ON CONFLICT ("k") DO UPDATE SET "n" = "t"."n" + "excluded"."n""#));
+        assert!(crate::store::adding_upserts(DbBackend::Sqlite, "t", ["k", "n", "other"], 1, 1, rows(0), false).is_empty());
     }
 }

@@ -227,21 +227,24 @@ async fn key_revoked_on_another_instance_is_refused(app: TestApp) {
 async fn scripts_answer_by_statement_and_roll_back(app: TestApp) {
     use levy::store::entity::counter;
     use levy::store::limits::CounterHit;
-    use levy::store::script::{Script, ScriptConn};
+    use levy::store::script::{Script, ScriptConn, Sql};
     use levy::store::Store;
-    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QueryTrait};
     let store = &app.state.store;
     let hit = |name: &str, n: i64| CounterHit { name: name.to_string(), window_start: 0, expires_at: i64::MAX, n };
     let hits = [hit("t:b", 3), hit("t:a", 2), hit("t:b", 4)];
-    let read = || counter::Entity::find().filter(counter::Column::Name.starts_with("t:")).order_by_asc(counter::Column::Name).into_query();
+    let read = |backend| {
+        let mut sql = Sql::new(backend);
+        sql.push(r#"SELECT * FROM "counters" WHERE "name" LIKE "#).arg("t:%").push(r#" ORDER BY "name""#);
+        sql
+    };
     let counts = |rows: Vec<counter::Model>| rows.into_iter().map(|r| (r.name, r.count)).collect::<Vec<_>>();
 
     // One script, one round trip: each statement's rows come back apart.
     let mut conn = ScriptConn::acquire(&store.writer).await.unwrap();
     let backend = conn.backend();
     let mut s = Script::begin(backend);
-    let added = s.push_all(&Store::hit_counters_sql(&hits));
-    let after = s.push(&read());
+    let added = s.add_all(Store::hit_counters_sql(backend, &hits));
+    let after = s.add(read(backend));
     s.commit();
     let out = conn.run(s).await.unwrap();
     assert_eq!(Store::counts_after(&hits, out.models(added, "").unwrap()), vec![3, 2, 7]);
@@ -249,9 +252,9 @@ async fn scripts_answer_by_statement_and_roll_back(app: TestApp) {
 
     // A statement fails: the ones after it do not run, and the rollback undoes the ones before.
     let mut s = Script::begin(backend);
-    s.push_all(&Store::hit_counters_sql(&hits));
+    s.add_all(Store::hit_counters_sql(backend, &hits));
     s.push_sql("SELECT * FROM no_such_table");
-    s.push_all(&Store::hit_counters_sql(&hits));
+    s.add_all(Store::hit_counters_sql(backend, &hits));
     assert!(conn.run(s).await.is_err());
     conn.rollback().await.unwrap();
     assert_eq!(store.read_counter("t:a", 0).await.unwrap(), 2);
@@ -259,12 +262,12 @@ async fn scripts_answer_by_statement_and_roll_back(app: TestApp) {
     // Dropped mid-transaction (a panic, a lost task): the connection is closed, so nothing is written, and the
     // pool's next connection starts clean.
     let mut s = Script::begin(backend);
-    s.push_all(&Store::hit_counters_sql(&hits));
+    s.add_all(Store::hit_counters_sql(backend, &hits));
     conn.run(s).await.unwrap();
     drop(conn);
     let mut conn = ScriptConn::acquire(&store.writer).await.unwrap();
     let mut s = Script::begin(backend);
-    let added = s.push_all(&Store::hit_counters_sql(&[hit("t:a", 1)]));
+    let added = s.add_all(Store::hit_counters_sql(backend, &[hit("t:a", 1)]));
     s.commit();
     let out = conn.run(s).await.unwrap();
     assert_eq!(Store::counts_after(&[hit("t:a", 1)], out.models(added, "").unwrap()), vec![3]);
