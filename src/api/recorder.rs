@@ -284,6 +284,11 @@ impl AppState {
         // the limiter and Idempotency-Key claims, do not wait for that.)
         let mut plan = Plan::new(jobs, &known, backend);
         let mut conn = ScriptConn::acquire(&self.store.writer).await.map_err(StoreError::from)?;
+        if self.store.checkpoints.as_ref().is_some_and(|c| c.take_restart()) {
+            // The log is long and the background copies have done most of it: the rest, so that this batch
+            // starts the log again. (A failure leaves it to the next.)
+            let _ = conn.checkpoint().await;
+        }
         loop {
             match self.attempt(&mut conn, jobs, plan, &mut known).await {
                 Ok(Some(out)) => {

@@ -10,6 +10,7 @@ pub mod ledger;
 pub mod limits;
 pub mod nexus;
 pub mod script;
+pub mod wal;
 
 use std::time::Duration;
 
@@ -135,6 +136,8 @@ pub struct Store {
     pub leases: std::sync::Arc<limits::Leases>,
     /// Limiter reservations waiting to be written together (see `limits`).
     pub counter_batches: std::sync::Arc<limits::CounterBatches>,
+    /// A SQLite file's log checkpoints, made in the background (see `wal`).
+    pub checkpoints: Option<std::sync::Arc<wal::Checkpoints>>,
 }
 
 impl Store {
@@ -146,16 +149,19 @@ impl Store {
 
     /// As [`Store::connect`], with PostgreSQL's search_path set to `schema` (tests isolate runs this way).
     pub async fn connect_in_schema(url: &str, schema: Option<&str>) -> Result<Store, StoreError> {
-        if let Some(path) = url.strip_prefix("sqlite://") {
+        // A SQLite file: its log, checkpointed in the background (`wal`).
+        let mut log = None;
+        if let Some(path) = url.strip_prefix("sqlite://").filter(|_| !url.contains("memory")) {
             let file = path.split('?').next().unwrap_or(path);
             if let Some(dir) = std::path::Path::new(file).parent() {
                 if !dir.as_os_str().is_empty() {
                     std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", dir.display())))?;
                 }
             }
+            log = Some(std::path::PathBuf::from(format!("{file}-wal")));
         }
         let sqlite = url.starts_with("sqlite");
-        let options = |max_connections: u32| {
+        let options = |max_connections: u32, autocheckpoint: u32| {
             let mut opt = ConnectOptions::new(url.to_string());
             opt.max_connections(max_connections)
                 .min_connections(0)
@@ -171,17 +177,23 @@ impl Store {
             }
             // WAL with synchronous=NORMAL: commits append to the log without an fsync each (the database
             // cannot be corrupted; a power cut may lose the last commits). Writers queue on busy_timeout.
-            opt.map_sqlx_sqlite_opts(|o| {
+            opt.map_sqlx_sqlite_opts(move |o| {
                 o.journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
                     .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Normal)
                     .busy_timeout(Duration::from_secs(10))
+                    .pragma("wal_autocheckpoint", autocheckpoint.to_string())
             });
             opt
         };
-        let db = Database::connect(options(if sqlite { 8 } else { 16 })).await?;
+        let db = Database::connect(options(if sqlite { 8 } else { 16 }, wal::RESTART_AT as u32)).await?;
         // (An in-memory SQLite database belongs to its connection: a second pool would open another one.)
-        let writer = if sqlite && !url.contains("memory") { Database::connect(options(1)).await? } else { db.clone() };
-        Ok(Store { db, writer, leases: Default::default(), counter_batches: std::sync::Arc::new(group::Group::new(256, 1)) })
+        let writer = match (sqlite && !url.contains("memory"), &log) {
+            (true, Some(_)) => Database::connect(options(1, wal::WRITER_AUTOCHECKPOINT)).await?,
+            (true, None) => Database::connect(options(1, wal::RESTART_AT as u32)).await?,
+            (false, _) => db.clone(),
+        };
+        let checkpoints = log.map(|log| std::sync::Arc::new(wal::Checkpoints::start(db.clone(), log)));
+        Ok(Store { db, writer, leases: Default::default(), counter_batches: std::sync::Arc::new(group::Group::new(256, 1)), checkpoints })
     }
 
     pub fn backend(&self) -> DbBackend {

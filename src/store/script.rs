@@ -367,6 +367,15 @@ impl ScriptConn {
         }
     }
 
+    /// SQLite: copies the log's pages into the database file (a PASSIVE checkpoint), between transactions, so
+    /// that the next transaction starts the log again (see `wal`). Elsewhere nothing.
+    pub async fn checkpoint(&mut self) -> Result<(), DbErr> {
+        if let (Conn::Sqlite(c), false) = (&mut self.conn, self.open) {
+            super::wal::passive(c).await.map_err(sqlx_err)?;
+        }
+        Ok(())
+    }
+
     /// Ends an open transaction without its writes.
     pub async fn rollback(&mut self) -> Result<(), DbErr> {
         if !self.open {

@@ -1,0 +1,91 @@
+//! SQLite's WAL checkpoints, kept off the write path.
+//!
+//! In WAL mode a commit appends pages to the log; a checkpoint copies them back into the database file so that
+//! the log can start again from its beginning. By default the connection whose commit takes the log past 1,000
+//! pages checkpoints there and then, inside that commit, so the ledger batch and every caller waiting on it wait
+//! for the copy too: under keyed load that was the whole tail of the latency (p99 about 9 ms at half load,
+//! against 2.5 ms with checkpoints off; benches/load.sh).
+//!
+//! Here a background task checkpoints (PASSIVE: it copies what no reader still needs and never blocks a
+//! writer) on a connection of the read pool, every 20 ms while the log file changes. The copy thus happens
+//! beside the writer. The log can only start again when a write transaction begins with every page of it
+//! copied, which a copy made beside a busy writer rarely leaves; so once the log is long, the writer copies
+//! the few pages written since the last background copy itself, before its next transaction
+//! ([`Checkpoints::take_restart`]), and that transaction starts the log again.
+//!
+//! The writer's own automatic checkpoint stays as a backstop at a larger size (`WRITER_AUTOCHECKPOINT`): it only
+//! runs should the background copies stop keeping up.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sea_orm::DatabaseConnection;
+use tokio::sync::mpsc;
+
+/// Log length (pages) at which the writer finishes a checkpoint so that the log starts again; SQLite's own
+/// default for its automatic checkpoint.
+pub const RESTART_AT: i64 = 1000;
+/// The writer connection's automatic checkpoint (pages): only should the background copies fall behind.
+pub const WRITER_AUTOCHECKPOINT: u32 = 10_000;
+/// How often the background task copies while the database is written.
+const EVERY: Duration = Duration::from_millis(20);
+
+/// The background checkpoints of one SQLite database. Dropping the last clone of the store ends the task.
+pub struct Checkpoints {
+    restart: Arc<AtomicBool>,
+    _alive: mpsc::Sender<()>,
+}
+
+impl Checkpoints {
+    /// Starts the background task (inside a Tokio runtime) for the database whose log is the file `log`.
+    pub fn start(db: DatabaseConnection, log: PathBuf) -> Checkpoints {
+        let restart = Arc::new(AtomicBool::new(false));
+        let (alive, mut ended) = mpsc::channel::<()>(1);
+        let flag = restart.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut copied_at = None;
+            loop {
+                tokio::select! {
+                    _ = ended.recv() => return,
+                    _ = tick.tick() => {}
+                }
+                // Only when the log was written since the last copy (a look at the file, not the database).
+                let modified = std::fs::metadata(&log).and_then(|m| m.modified()).ok();
+                if modified.is_some() && modified == copied_at {
+                    continue;
+                }
+                // (An error, such as a busy database, is tried again at the next tick.)
+                if let Ok((pages, _copied)) = checkpoint(&db).await {
+                    copied_at = modified;
+                    if pages >= RESTART_AT {
+                        flag.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        });
+        Checkpoints { restart, _alive: alive }
+    }
+
+    /// Whether the writer should finish a checkpoint before its next transaction, so that the log starts
+    /// again (asked once: the answer is reset).
+    pub fn take_restart(&self) -> bool {
+        self.restart.swap(false, Ordering::Relaxed)
+    }
+}
+
+/// A PASSIVE checkpoint on a connection of `db`'s pool: the log's length and the pages copied so far.
+async fn checkpoint(db: &DatabaseConnection) -> Result<(i64, i64), sea_orm::sqlx::Error> {
+    let mut conn = db.get_sqlite_connection_pool().acquire().await?;
+    passive(&mut conn).await
+}
+
+/// `PRAGMA wal_checkpoint(PASSIVE)` on this connection: the log's length and the pages copied (-1 when the
+/// database is not in WAL mode).
+pub async fn passive(conn: &mut sea_orm::sqlx::SqliteConnection) -> Result<(i64, i64), sea_orm::sqlx::Error> {
+    let (_busy, log, copied): (i64, i64, i64) = sea_orm::sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)").fetch_one(conn).await?;
+    Ok((log, copied))
+}
