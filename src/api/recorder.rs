@@ -280,8 +280,8 @@ impl AppState {
     async fn write_batch(&self, jobs: &[RecordJob]) -> Result<Vec<Result<Recorded, ApiError>>, ApiError> {
         let backend = self.store.writer.get_database_backend();
         let mut known = Known::default();
-        // (Script 1 is written before the connection is taken: on SQLite the other writers on its one connection,
-        // the limiter and Idempotency-Key claims, do not wait for that.)
+        // (Script 1 of the first attempt is written before the connection is taken: on SQLite the other writers
+        // on its one connection, the limiter and Idempotency-Key claims, do not wait for that.)
         let mut plan = Plan::new(jobs, &known, backend);
         let mut conn = ScriptConn::acquire(&self.store.writer).await.map_err(StoreError::from)?;
         if self.store.checkpoints.as_ref().is_some_and(|c| c.take_restart()) {

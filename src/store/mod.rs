@@ -49,7 +49,7 @@ fn is_connection_error(e: &sea_orm::sqlx::Error) -> bool {
 }
 
 /// Rows per multi-row statement: 500 rows of the widest table (14 columns) bind 7,000 parameters, within
-/// SQLite's 32,766 and PostgreSQL's 65,535.
+/// SQLite's 32,766 and PostgreSQL's 65,535 (scripts on PostgreSQL write their values into the text instead).
 pub const ROWS_PER_STATEMENT: usize = 500;
 
 /// For additions applied together as one sum per key: the running total just after each addition, in the
@@ -151,14 +151,16 @@ impl Store {
     pub async fn connect_in_schema(url: &str, schema: Option<&str>) -> Result<Store, StoreError> {
         // A SQLite file: its log, checkpointed in the background (`wal`).
         let mut log = None;
-        if let Some(path) = url.strip_prefix("sqlite://").filter(|_| !url.contains("memory")) {
+        if let Some(path) = url.strip_prefix("sqlite://") {
             let file = path.split('?').next().unwrap_or(path);
             if let Some(dir) = std::path::Path::new(file).parent() {
                 if !dir.as_os_str().is_empty() {
                     std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", dir.display())))?;
                 }
             }
-            log = Some(std::path::PathBuf::from(format!("{file}-wal")));
+            if !url.contains("memory") {
+                log = Some(std::path::PathBuf::from(format!("{file}-wal")));
+            }
         }
         let sqlite = url.starts_with("sqlite");
         let options = |max_connections: u32, autocheckpoint: u32| {

@@ -9,10 +9,12 @@
 //! building them with sea-query took more than half of a ledger batch's own CPU time (query objects, boxed
 //! values, then the text), and the batch runs one at a time. On SQLite a value is bound as a parameter (`?`),
 //! across a script's statements in order, so a statement's text depends only on its shape and SQLite reuses
-//! the prepared statement. PostgreSQL's simple-query protocol takes no parameters, so there a value is written
-//! into the text as a literal. Text values quote exactly (quotes and backslashes included); callers keep NUL
-//! out of them (the API refuses control characters in identifiers, and JSON text escapes them). Identifiers are
-//! double-quoted, so no column name is taken for a keyword.
+//! the prepared statement. PostgreSQL's simple-query protocol takes no parameters, so in a script a value is
+//! written into the text as a literal; a statement run on its own ([`Sql::statement`]) binds `$n` parameters
+//! instead, so that its text too depends only on its shape (sqlx caches prepared statements by text). Text
+//! literals quote exactly (quotes and backslashes included, whatever `standard_conforming_strings` and
+//! `backslash_quote` say); callers keep NUL out of them (the API refuses control characters in identifiers,
+//! and JSON text escapes them). Identifiers are double-quoted, so no column name is taken for a keyword.
 //!
 //! A transaction spans scripts on one held connection ([`ScriptConn`]): the first script begins it, the last
 //! commits it. A connection dropped while its transaction is open is closed, not returned to the pool, so the
@@ -83,18 +85,24 @@ impl<'a, T: Into<Arg<'a>>> From<Option<T>> for Arg<'a> {
 pub struct Sql<'a> {
     backend: DbBackend,
     text: String,
-    /// SQLite: the parameters, in order.
+    /// The values, in order: SQLite's parameters; on PostgreSQL those of `numbered`.
     args: Vec<Arg<'a>>,
+    /// PostgreSQL: the text with `$n` parameters, for [`Sql::statement`].
+    numbered: String,
 }
 
 impl<'a> Sql<'a> {
     pub fn new(backend: DbBackend) -> Sql<'a> {
-        Sql { backend, text: String::with_capacity(256), args: Vec::new() }
+        let numbered = if backend == DbBackend::Postgres { String::with_capacity(256) } else { String::new() };
+        Sql { backend, text: String::with_capacity(256), args: Vec::new(), numbered }
     }
 
     /// Appends SQL text.
     pub fn push(&mut self, text: &str) -> &mut Self {
         self.text.push_str(text);
+        if self.backend == DbBackend::Postgres {
+            self.numbered.push_str(text);
+        }
         self
     }
 
@@ -103,35 +111,35 @@ impl<'a> Sql<'a> {
         let value = value.into();
         if self.backend == DbBackend::Postgres {
             literal(&mut self.text, &value);
+            let _ = write!(self.numbered, "${}", self.args.len() + 1);
         } else {
             self.text.push('?');
-            self.args.push(value);
         }
+        self.args.push(value);
         self
     }
 
     /// Appends values separated by commas, in parentheses: `(a, b, c)`.
     pub fn tuple<A: Into<Arg<'a>>>(&mut self, values: impl IntoIterator<Item = A>) -> &mut Self {
-        self.text.push('(');
+        self.push("(");
         for (i, v) in values.into_iter().enumerate() {
             if i > 0 {
-                self.text.push_str(", ");
+                self.push(", ");
             }
             self.arg(v);
         }
-        self.text.push(')');
-        self
+        self.push(")")
     }
 
     /// Appends ` IN (a, b, c)`; an empty list matches nothing (` IN (NULL)`).
     pub fn in_list<A: Into<Arg<'a>>>(&mut self, values: impl IntoIterator<Item = A>) -> &mut Self {
-        self.text.push_str(" IN ");
-        let start = self.text.len();
-        self.tuple(values);
-        if self.text.len() == start + 2 {
-            self.text.truncate(start);
-            self.text.push_str("(NULL)");
+        let before = self.args.len();
+        let mut values = values.into_iter().peekable();
+        if values.peek().is_none() {
+            return self.push(" IN (NULL)");
         }
+        self.push(" IN ").tuple(values);
+        debug_assert!(self.args.len() > before);
         self
     }
 
@@ -139,10 +147,11 @@ impl<'a> Sql<'a> {
         &self.text
     }
 
-    /// As a sea-orm statement, to run on its own through any connection.
+    /// As a sea-orm statement, to run on its own through any connection (with parameters on either database).
     pub fn statement(self) -> Statement {
+        let text = if self.backend == DbBackend::Postgres { self.numbered } else { self.text };
         if self.args.is_empty() {
-            return Statement::from_string(self.backend, self.text);
+            return Statement::from_string(self.backend, text);
         }
         let values = self
             .args
@@ -154,12 +163,13 @@ impl<'a> Sql<'a> {
                 Arg::Null => sea_orm::Value::String(None),
             })
             .collect::<Vec<_>>();
-        Statement::from_sql_and_values(self.backend, self.text, values)
+        Statement::from_sql_and_values(self.backend, text, values)
     }
 }
 
 /// A PostgreSQL literal. Text is a standard string with quotes doubled, or, when it holds a backslash, an escape
-/// string (`E'...'`) with backslashes and quotes escaped: exact whatever `standard_conforming_strings` says.
+/// string (`E'...'`) with backslashes doubled and quotes doubled: exact whatever `standard_conforming_strings`
+/// and `backslash_quote` say.
 fn literal(out: &mut String, value: &Arg) {
     match value {
         Arg::Text(t) => {
@@ -168,7 +178,7 @@ fn literal(out: &mut String, value: &Arg) {
                 for c in t.chars() {
                     match c {
                         '\\' => out.push_str("\\\\"),
-                        '\'' => out.push_str("\\'"),
+                        '\'' => out.push_str("''"),
                         c => out.push(c),
                     }
                 }
@@ -223,7 +233,9 @@ impl<'a> Script<'a> {
     /// Appends a statement; returns its position.
     pub fn add(&mut self, stmt: Sql<'a>) -> usize {
         debug_assert_eq!(stmt.backend, self.backend);
-        self.args.extend(stmt.args);
+        if self.backend != DbBackend::Postgres {
+            self.args.extend(stmt.args);
+        }
         self.push_sql(&stmt.text)
     }
 
@@ -424,7 +436,7 @@ mod tests {
     fn postgres_literals_quote_exactly() {
         assert_eq!(pg(&["plain".into(), "it's".into(), "''".into()]), "('plain', 'it''s', '''''')");
         // With a backslash: an escape string, whatever standard_conforming_strings says.
-        assert_eq!(pg(&[r"a\b".into(), r"\'".into(), r"E'\n'".into()]), r"(E'a\\b', E'\\\'', E'E\'\\n\'')");
+        assert_eq!(pg(&[r"a\b".into(), r"\'".into(), r"E'\n'".into()]), r"(E'a\\b', E'\\''', E'E''\\n''')");
         assert_eq!(pg(&["é 税 😀\n\t".into(), 42i64.into(), (-7i32).into(), true.into(), false.into(), Arg::Null, None::<&str>.into()]), "('é 税 😀\n\t', 42, -7, TRUE, FALSE, NULL, NULL)");
     }
 
@@ -439,6 +451,16 @@ mod tests {
         assert_eq!(a.text, "SELECT 1 WHERE x IN (?, ?) AND y = ? AND z IN (NULL)");
         assert_eq!(a.text, b.text);
         assert_eq!(a.args, vec![Arg::from("it's"), Arg::from("b"), Arg::Int(1)]);
+    }
+
+    #[test]
+    fn a_postgres_statement_on_its_own_binds_numbered_parameters() {
+        let mut sql = Sql::new(DbBackend::Postgres);
+        sql.push("UPDATE t SET a = ").arg("x'y").push(" WHERE b").in_list([1i64, 2]).push(" AND c").in_list(Vec::<i64>::new());
+        assert_eq!(sql.text(), "UPDATE t SET a = 'x''y' WHERE b IN (1, 2) AND c IN (NULL)");
+        let st = sql.statement();
+        assert_eq!(st.sql, "UPDATE t SET a = $1 WHERE b IN ($2, $3) AND c IN (NULL)");
+        assert_eq!(st.values.map(|v| v.0.len()), Some(3));
     }
 
     #[test]

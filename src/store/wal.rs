@@ -3,8 +3,8 @@
 //! In WAL mode a commit appends pages to the log; a checkpoint copies them back into the database file so that
 //! the log can start again from its beginning. By default the connection whose commit takes the log past 1,000
 //! pages checkpoints there and then, inside that commit, so the ledger batch and every caller waiting on it wait
-//! for the copy too: under keyed load that was the whole tail of the latency (p99 about 9 ms at half load,
-//! against 2.5 ms with checkpoints off; benches/load.sh).
+//! for the copy too: under keyed load that was the whole tail of the latency (p99 7.1–7.6 ms at about half
+//! load, against 2.3–2.6 ms with checkpoints off; benches/load.sh).
 //!
 //! Here a background task checkpoints (PASSIVE: it copies what no reader still needs and never blocks a
 //! writer) on a connection of the read pool, every 20 ms while the log file changes. The copy thus happens
@@ -13,8 +13,11 @@
 //! the few pages written since the last background copy itself, before its next transaction
 //! ([`Checkpoints::take_restart`]), and that transaction starts the log again.
 //!
-//! The writer's own automatic checkpoint stays as a backstop at a larger size (`WRITER_AUTOCHECKPOINT`): it only
-//! runs should the background copies stop keeping up.
+//! The writer's own automatic checkpoint stays as a backstop at a larger size (`WRITER_AUTOCHECKPOINT`):
+//! should the background copies stop keeping up, or the log not be found where the URL says (a percent-encoded
+//! or symlinked path). Only the ledger batch finishes checkpoints; under other writers alone (the limiter,
+//! trades) the log starts again whenever a transaction begins with the background copies caught up, which
+//! the pauses between their transactions allow, and otherwise at the backstop.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,7 +35,8 @@ pub const WRITER_AUTOCHECKPOINT: u32 = 10_000;
 /// How often the background task copies while the database is written.
 const EVERY: Duration = Duration::from_millis(20);
 
-/// The background checkpoints of one SQLite database. Dropping the last clone of the store ends the task.
+/// The background checkpoints of one SQLite database. The task ends at its next tick after the last clone of
+/// the store is dropped (until then it holds the read pool).
 pub struct Checkpoints {
     restart: Arc<AtomicBool>,
     _alive: mpsc::Sender<()>,
@@ -53,14 +57,15 @@ impl Checkpoints {
                     _ = ended.recv() => return,
                     _ = tick.tick() => {}
                 }
-                // Only when the log was written since the last copy (a look at the file, not the database).
-                let modified = std::fs::metadata(&log).and_then(|m| m.modified()).ok();
-                if modified.is_some() && modified == copied_at {
+                // Only when the log was written since the last copy (a look at the file, not the database); no
+                // file, no copy.
+                let Some(modified) = std::fs::metadata(&log).and_then(|m| m.modified()).ok() else { continue };
+                if copied_at == Some(modified) {
                     continue;
                 }
-                // (An error, such as a busy database, is tried again at the next tick.)
-                if let Ok((pages, _copied)) = checkpoint(&db).await {
-                    copied_at = modified;
+                // (A failure, or another checkpoint under way, is tried again at the next tick.)
+                if let Ok(Some((pages, _copied))) = checkpoint(&db).await {
+                    copied_at = Some(modified);
                     if pages >= RESTART_AT {
                         flag.store(true, Ordering::Relaxed);
                     }
@@ -77,15 +82,15 @@ impl Checkpoints {
     }
 }
 
-/// A PASSIVE checkpoint on a connection of `db`'s pool: the log's length and the pages copied so far.
-async fn checkpoint(db: &DatabaseConnection) -> Result<(i64, i64), sea_orm::sqlx::Error> {
+/// A PASSIVE checkpoint on a connection of `db`'s pool (see [`passive`]).
+async fn checkpoint(db: &DatabaseConnection) -> Result<Option<(i64, i64)>, sea_orm::sqlx::Error> {
     let mut conn = db.get_sqlite_connection_pool().acquire().await?;
     passive(&mut conn).await
 }
 
-/// `PRAGMA wal_checkpoint(PASSIVE)` on this connection: the log's length and the pages copied (-1 when the
-/// database is not in WAL mode).
-pub async fn passive(conn: &mut sea_orm::sqlx::SqliteConnection) -> Result<(i64, i64), sea_orm::sqlx::Error> {
-    let (_busy, log, copied): (i64, i64, i64) = sea_orm::sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)").fetch_one(conn).await?;
-    Ok((log, copied))
+/// `PRAGMA wal_checkpoint(PASSIVE)` on this connection: the log's length and the pages copied, or `None` when
+/// it copied nothing (another checkpoint was under way, or the database is not in WAL mode).
+pub async fn passive(conn: &mut sea_orm::sqlx::SqliteConnection) -> Result<Option<(i64, i64)>, sea_orm::sqlx::Error> {
+    let (busy, log, copied): (i64, i64, i64) = sea_orm::sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)").fetch_one(conn).await?;
+    Ok((busy == 0 && log >= 0).then_some((log, copied)))
 }
