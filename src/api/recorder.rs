@@ -35,7 +35,6 @@ use serde_json::{Map, Value};
 use super::calculate::{iso, LiveRequest};
 use super::error::ApiError;
 use super::limits::{allowance, monthly_call};
-use crate::store::limits::CounterHit;
 use super::{AppState, API_VERSION};
 use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
 use crate::engine::render::FullText;
@@ -46,6 +45,7 @@ use crate::security::new_ordered_id;
 use crate::store::entity::{counter, entity, nexus_state, state_revenue, transaction, vendor_ytd};
 use crate::store::group::Group;
 use crate::store::ledger::{Payment, Sale};
+use crate::store::limits::CounterHit;
 use crate::store::script::{Script, ScriptConn};
 use crate::store::{Store, StoreError};
 

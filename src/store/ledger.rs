@@ -6,7 +6,7 @@ use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryRes
 
 use super::entity::{state_revenue, transaction, vendor_ytd};
 use super::script::{Arg, Sql};
-use super::{adding_upserts, Store, StoreError};
+use super::{adding_upserts, inserts, Store, StoreError};
 
 #[derive(Default)]
 pub struct TransactionFilter {
@@ -81,35 +81,29 @@ impl Store {
 
     /// The inserts of ledger rows, one per `ROWS_PER_STATEMENT`.
     pub fn insert_transactions_sql(backend: DbBackend, rows: &[transaction::Model]) -> Vec<Sql<'_>> {
-        rows.chunks(super::ROWS_PER_STATEMENT)
-            .map(|chunk| {
-                let mut sql = Sql::new(backend);
-                sql.push(r#"INSERT INTO "transactions" ("id", "entity_id", "created_at", "role", "buyer_state", "counterparty_id", "amount", "amount_micros", "total_tax", "external_tx_id", "source", "metadata", "request", "result") VALUES "#);
-                for (i, r) in chunk.iter().enumerate() {
-                    if i > 0 {
-                        sql.push(", ");
-                    }
-                    let row: [Arg; 14] = [
-                        (&r.id).into(),
-                        (&r.entity_id).into(),
-                        r.created_at.into(),
-                        (&r.role).into(),
-                        (&r.buyer_state).into(),
-                        (&r.counterparty_id).into(),
-                        (&r.amount).into(),
-                        r.amount_micros.into(),
-                        (&r.total_tax).into(),
-                        r.external_tx_id.as_ref().into(),
-                        (&r.source).into(),
-                        r.metadata.as_ref().into(),
-                        (&r.request).into(),
-                        (&r.result).into(),
-                    ];
-                    sql.tuple(row);
-                }
-                sql
+        let columns = ["id", "entity_id", "created_at", "role", "buyer_state", "counterparty_id", "amount", "amount_micros", "total_tax", "external_tx_id", "source", "metadata", "request", "result"];
+        let values = rows
+            .iter()
+            .map(|r| -> [Arg; 14] {
+                [
+                    (&r.id).into(),
+                    (&r.entity_id).into(),
+                    r.created_at.into(),
+                    (&r.role).into(),
+                    (&r.buyer_state).into(),
+                    (&r.counterparty_id).into(),
+                    (&r.amount).into(),
+                    r.amount_micros.into(),
+                    (&r.total_tax).into(),
+                    r.external_tx_id.as_ref().into(),
+                    (&r.source).into(),
+                    r.metadata.as_ref().into(),
+                    (&r.request).into(),
+                    (&r.result).into(),
+                ]
             })
-            .collect()
+            .collect();
+        inserts(backend, "transactions", columns, values, "")
     }
 
     /// The ledger rows of an account with any of these external ids.

@@ -77,35 +77,10 @@ pub fn sums_per_key<K: Ord>(additions: impl IntoIterator<Item = (K, i64)>) -> Ve
     sums.into_iter().collect()
 }
 
-/// Upserts of `rows` into `table`, `ROWS_PER_STATEMENT` per statement, written by hand (see `script`). Each row
-/// holds a value per column of `columns`: the first `keys` are the conflict key, the next `added` are added to
-/// the stored ones when the key is already stored (`table.column + excluded.column`: read-modify-write in the
-/// database, so concurrent writers lose nothing), and the rest are written only with a new row. With
-/// `returning`, each statement returns its rows as stored.
-pub fn adding_upserts<'a, const N: usize>(backend: DbBackend, table: &str, columns: [&str; N], keys: usize, added: usize, rows: Vec<[script::Arg<'a>; N]>, returning: bool) -> Vec<script::Sql<'a>> {
-    let mut head = format!("INSERT INTO \"{table}\" (");
-    for (i, c) in columns.iter().enumerate() {
-        head.push_str(if i > 0 { ", \"" } else { "\"" });
-        head.push_str(c);
-        head.push('"');
-    }
-    head.push_str(") VALUES ");
-    let mut tail = String::from(" ON CONFLICT (");
-    for (i, c) in columns[..keys].iter().enumerate() {
-        tail.push_str(if i > 0 { ", \"" } else { "\"" });
-        tail.push_str(c);
-        tail.push('"');
-    }
-    tail.push_str(") DO UPDATE SET ");
-    for (i, c) in columns[keys..keys + added].iter().enumerate() {
-        if i > 0 {
-            tail.push_str(", ");
-        }
-        tail.push_str(&format!("\"{c}\" = \"{table}\".\"{c}\" + \"excluded\".\"{c}\""));
-    }
-    if returning {
-        tail.push_str(" RETURNING *");
-    }
+/// Inserts of `rows` into `table`, `ROWS_PER_STATEMENT` per statement, written by hand (see `script`): each row
+/// holds a value per column of `columns`, and each statement ends with `tail` (a conflict clause, RETURNING).
+pub fn inserts<'a, const N: usize>(backend: DbBackend, table: &str, columns: [&str; N], rows: Vec<[script::Arg<'a>; N]>, tail: &str) -> Vec<script::Sql<'a>> {
+    let head = format!("INSERT INTO \"{table}\" ({}) VALUES ", quoted(&columns));
     let mut out = Vec::new();
     let mut rows = rows.into_iter().peekable();
     while rows.peek().is_some() {
@@ -117,10 +92,28 @@ pub fn adding_upserts<'a, const N: usize>(backend: DbBackend, table: &str, colum
             }
             sql.tuple(row);
         }
-        sql.push(&tail);
+        sql.push(tail);
         out.push(sql);
     }
     out
+}
+
+/// Upserts of `rows` into `table` (see [`inserts`]). Of `columns`, the first `keys` are the conflict key, the
+/// next `added` are added to the stored ones when the key is already stored (`table.column + excluded.column`:
+/// read-modify-write in the database, so concurrent writers lose nothing), and the rest are written only with a
+/// new row. With `returning`, each statement returns its rows as stored.
+pub fn adding_upserts<'a, const N: usize>(backend: DbBackend, table: &str, columns: [&str; N], keys: usize, added: usize, rows: Vec<[script::Arg<'a>; N]>, returning: bool) -> Vec<script::Sql<'a>> {
+    let sums: Vec<String> = columns[keys..keys + added].iter().map(|c| format!("\"{c}\" = \"{table}\".\"{c}\" + \"excluded\".\"{c}\"")).collect();
+    let mut tail = format!(" ON CONFLICT ({}) DO UPDATE SET {}", quoted(&columns[..keys]), sums.join(", "));
+    if returning {
+        tail.push_str(" RETURNING *");
+    }
+    inserts(backend, table, columns, rows, &tail)
+}
+
+/// Identifiers, double-quoted and separated by commas.
+fn quoted(names: &[&str]) -> String {
+    names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
 }
 
 #[derive(Clone)]

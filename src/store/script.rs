@@ -226,10 +226,6 @@ impl<'a> Script<'a> {
         s
     }
 
-    pub fn backend(&self) -> DbBackend {
-        self.backend
-    }
-
     /// Appends a statement; returns its position.
     pub fn add(&mut self, stmt: Sql<'a>) -> usize {
         debug_assert_eq!(stmt.backend, self.backend);
