@@ -142,19 +142,18 @@ impl Store {
 
     /// As [`Store::connect`], with PostgreSQL's search_path set to `schema` (tests isolate runs this way).
     pub async fn connect_in_schema(url: &str, schema: Option<&str>) -> Result<Store, StoreError> {
-        // A SQLite file: its log, checkpointed in the background (`wal`).
-        let mut log = None;
-        if let Some(path) = url.strip_prefix("sqlite://") {
-            let file = path.split('?').next().unwrap_or(path);
-            if let Some(dir) = std::path::Path::new(file).parent() {
-                if !dir.as_os_str().is_empty() {
-                    std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", dir.display())))?;
-                }
-            }
-            if !url.contains("memory") {
-                log = Some(std::path::PathBuf::from(format!("{file}-wal")));
+        // A SQLite file: its directory, made if need be; its log, checkpointed in the background (`wal`).
+        let file = wal::sqlite_file(url);
+        if let Some(dir) = file.as_deref().and_then(std::path::Path::parent) {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", dir.display())))?;
             }
         }
+        let log = file.map(|f| {
+            let mut log = f.into_os_string();
+            log.push("-wal");
+            std::path::PathBuf::from(log)
+        });
         let sqlite = url.starts_with("sqlite");
         let options = |max_connections: u32, autocheckpoint: u32| {
             let mut opt = ConnectOptions::new(url.to_string());

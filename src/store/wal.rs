@@ -14,8 +14,8 @@
 //! ([`Checkpoints::take_restart`]), and that transaction starts the log again.
 //!
 //! The writer's own automatic checkpoint stays as a backstop at a larger size (`WRITER_AUTOCHECKPOINT`):
-//! should the background copies stop keeping up, or the log not be found where the URL says (a percent-encoded
-//! or symlinked path). Only the ledger batch finishes checkpoints; under other writers alone (the limiter,
+//! should the background copies stop keeping up, or the log not be found where the URL says (a symlinked
+//! path). Only the ledger batch finishes checkpoints; under other writers alone (the limiter,
 //! trades) the log starts again whenever a transaction begins with the background copies caught up, which
 //! the pauses between their transactions allow, and otherwise at the backstop.
 
@@ -82,6 +82,18 @@ impl Checkpoints {
     }
 }
 
+/// The file a `sqlite:` URL opens, read as sqlx reads it (scheme `sqlite://` or `sqlite:`, path percent-decoded,
+/// query ignored); `None` for an in-memory database or another database's URL.
+pub fn sqlite_file(url: &str) -> Option<PathBuf> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if path.is_empty() || path == ":memory:" || query.split('&').any(|p| p == "mode=memory") {
+        return None;
+    }
+    let decoded = percent_encoding::percent_decode_str(path).decode_utf8().ok()?;
+    Some(PathBuf::from(decoded.as_ref()))
+}
+
 /// A PASSIVE checkpoint on a connection of `db`'s pool (see [`passive`]).
 async fn checkpoint(db: &DatabaseConnection) -> Result<Option<(i64, i64)>, sea_orm::sqlx::Error> {
     let mut conn = db.get_sqlite_connection_pool().acquire().await?;
@@ -93,4 +105,33 @@ async fn checkpoint(db: &DatabaseConnection) -> Result<Option<(i64, i64)>, sea_o
 pub async fn passive(conn: &mut sea_orm::sqlx::SqliteConnection) -> Result<Option<(i64, i64)>, sea_orm::sqlx::Error> {
     let (busy, log, copied): (i64, i64, i64) = sea_orm::sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)").fetch_one(conn).await?;
     Ok((busy == 0 && log >= 0).then_some((log, copied)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sqlite_file;
+    use std::path::PathBuf;
+
+    #[test]
+    fn the_file_a_url_names_as_sqlx_reads_it() {
+        assert_eq!(sqlite_file("sqlite:///var/lib/levy/levy.db?mode=rwc"), Some(PathBuf::from("/var/lib/levy/levy.db")));
+        assert_eq!(sqlite_file("sqlite://data/levy.db"), Some(PathBuf::from("data/levy.db")));
+        assert_eq!(sqlite_file("sqlite:levy.db"), Some(PathBuf::from("levy.db")));
+        // (sqlx decodes %-escapes, so that a name can hold '?' or '#'.)
+        assert_eq!(sqlite_file("sqlite:///tmp/a%20b/levy%3F.db?mode=rwc"), Some(PathBuf::from("/tmp/a b/levy?.db")));
+        assert_eq!(sqlite_file("sqlite::memory:"), None);
+        assert_eq!(sqlite_file("sqlite://shared?mode=memory&cache=shared"), None);
+        assert_eq!(sqlite_file("postgres://localhost/test"), None);
+    }
+
+    #[tokio::test]
+    async fn a_percent_encoded_path_gets_its_directory_as_decoded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/a%20b/levy.db?mode=rwc", tmp.path().display());
+        let store = crate::store::Store::connect(&url).await.unwrap();
+        store.migrate().await.unwrap();
+        assert!(tmp.path().join("a b/levy.db").is_file());
+        assert!(tmp.path().join("a b/levy.db-wal").is_file(), "the log the background task watches");
+        assert!(!tmp.path().join("a%20b").exists());
+    }
 }
