@@ -180,11 +180,11 @@ impl Store {
             opt
         };
         let db = Database::connect(options(if sqlite { 8 } else { 16 }, wal::RESTART_AT as u32)).await?;
-        // (An in-memory SQLite database belongs to its connection: a second pool would open another one.)
-        let writer = match (sqlite && !url.contains("memory"), &log) {
-            (true, Some(_)) => Database::connect(options(1, wal::WRITER_AUTOCHECKPOINT)).await?,
-            (true, None) => Database::connect(options(1, wal::RESTART_AT as u32)).await?,
-            (false, _) => db.clone(),
+        // A SQLite file gets its writer pool of one. (A SQLite database in memory belongs to its connection: a
+        // second pool would open another one.)
+        let writer = match &log {
+            Some(_) => Database::connect(options(1, wal::WRITER_AUTOCHECKPOINT)).await?,
+            None => db.clone(),
         };
         let checkpoints = log.map(|log| std::sync::Arc::new(wal::Checkpoints::start(db.clone(), log)));
         Ok(Store { db, writer, leases: Default::default(), counter_batches: std::sync::Arc::new(group::Group::new(256, 1)), checkpoints })

@@ -134,4 +134,16 @@ mod tests {
         assert!(tmp.path().join("a b/levy.db-wal").is_file(), "the log the background task watches");
         assert!(!tmp.path().join("a%20b").exists());
     }
+
+    #[tokio::test]
+    async fn a_file_whose_path_says_memory_is_a_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/memory/levy.db?mode=rwc", tmp.path().display());
+        let store = crate::store::Store::connect(&url).await.unwrap();
+        assert_eq!(store.writer.get_sqlite_connection_pool().options().get_max_connections(), 1, "its own writer pool of one");
+        assert!(store.checkpoints.is_some());
+        let memory = crate::store::Store::connect("sqlite::memory:").await.unwrap();
+        assert!(memory.checkpoints.is_none());
+        assert_eq!(memory.writer.get_sqlite_connection_pool().options().get_max_connections(), 8, "the one pool");
+    }
 }
