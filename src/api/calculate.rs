@@ -110,33 +110,61 @@ pub fn parse_live(value: &Value, prefix: &str) -> Result<LiveRequest, Vec<String
     }
 }
 
+/// Where a keyed call goes after [`AppState::before_batch`].
+enum Next {
+    /// The stored response of an earlier call with the same Idempotency-Key.
+    Replay(String),
+    /// To the ledger batch, with the Idempotency-Key it claimed.
+    Record(LiveRequest, Option<String>),
+}
+
 impl AppState {
-    /// A keyed calculation: the response text, stored under the Idempotency-Key when one was sent.
+    /// A keyed calculation: the response text, stored under the Idempotency-Key when one was sent. The call is
+    /// counted in its key's burst window by the ledger batch, or here if it ends before it (a 400, a replay).
     async fn keyed_calculation(self: &Arc<Self>, key: &KeyAuth, idempotency_key: Option<&str>, body: &JsonBody<CalculateRequest>) -> Result<String, ApiError> {
         let owner = self.ledger_key(key).await?;
-        self.check_burst(&owner.key_id).await?;
-        let value = body.value()?;
-        let idem = parse_key(idempotency_key)?;
-        if let Some(k) = &idem {
-            if let Begin::Replay { body, .. } = self.begin_idempotent(&owner.entity_id, k, &body_hash("calculate", value)).await? {
-                // A replay does not reach the ledger batch, which checks the key again: check it here.
-                self.authenticate(key).await?;
-                return Ok(body);
+        let now_ms = self.clock.now_ms();
+        let (live, idem) = match self.before_batch(key, &owner.entity_id, idempotency_key, body).await {
+            Ok(Next::Record(live, idem)) => (live, idem),
+            Ok(Next::Replay(text)) => {
+                self.count_burst(&owner.key_id, now_ms).await?;
+                return Ok(text);
             }
-        }
-        let result = match parse_live(value, "") {
-            Ok(live) => {
-                let entry = Entry::new(live, None, None);
-                let source = Source::Calculate { idempotency_key: idem.clone() };
-                let job = RecordJob { key_id: owner.key_id.clone(), entity_id: owner.entity_id.clone(), entries: vec![entry], source, now_ms: self.clock.now_ms() };
-                self.record(job).await.map(|r| r.response)
+            Err(e) => {
+                self.count_burst(&owner.key_id, now_ms).await?;
+                return Err(e);
             }
-            Err(errors) => Err(ApiError::invalid(errors)),
         };
+        let entry = Entry::new(live, None, None);
+        let source = Source::Calculate { idempotency_key: idem.clone() };
+        let job = RecordJob { key_id: owner.key_id.clone(), entity_id: owner.entity_id.clone(), entries: vec![entry], source, now_ms };
+        let result = self.record(job).await.map(|r| r.response);
         if let (Err(_), Some(k)) = (&result, &idem) {
             self.release_idempotency_key(&owner.entity_id, k).await;
         }
         result
+    }
+
+    /// What a keyed call does before the ledger batch: validate, and claim (or replay) the Idempotency-Key.
+    async fn before_batch(&self, key: &KeyAuth, entity_id: &str, idempotency_key: Option<&str>, body: &JsonBody<CalculateRequest>) -> Result<Next, ApiError> {
+        let value = body.value()?;
+        let idem = parse_key(idempotency_key)?;
+        if let Some(k) = &idem {
+            if let Begin::Replay { body, .. } = self.begin_idempotent(entity_id, k, &body_hash("calculate", value)).await? {
+                // A replay does not reach the ledger batch, which checks the key again: check it here.
+                self.authenticate(key).await?;
+                return Ok(Next::Replay(body));
+            }
+        }
+        match parse_live(value, "") {
+            Ok(live) => Ok(Next::Record(live, idem)),
+            Err(errors) => {
+                if let Some(k) = &idem {
+                    self.release_idempotency_key(entity_id, k).await;
+                }
+                Err(ApiError::invalid(errors))
+            }
+        }
     }
 
     async fn demo_calculation(&self, body: &JsonBody<CalculateRequest>) -> Result<CalculateResponse, ApiError> {

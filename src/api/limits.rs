@@ -1,8 +1,9 @@
 //! The limiters: per-key burst, per-account monthly allowance, and the per-IP demo windows.
-//! Every count is reserved by an atomic upsert in the shared database (see `store::limits`: busy
-//! windows reserve a few units at a time while far from their limit), so several instances behind one
-//! PostgreSQL never grant more than a limit between them. The monthly allowance, which bills, is counted
-//! call by call.
+//! Every count is reserved by an atomic upsert in the shared database, so several instances behind one
+//! PostgreSQL never grant more than a limit between them. Keyed calculate calls are counted one by one, in
+//! the ledger batch with the month's usage (`recorder`); trades and the demo take their units from leases
+//! (`store::limits`: busy windows reserve a few units at a time while far from their limit). The monthly
+//! allowance, which bills, is counted call by call.
 
 use chrono::{Datelike, NaiveDate, TimeZone, Utc};
 use poem::http::StatusCode;
@@ -36,6 +37,17 @@ pub fn monthly_call(entity_id: &str, now_ms: i64) -> CounterHit {
     CounterHit { name: format!("usage:{entity_id}"), window_start: month_start_ms(now_ms), expires_at: next_month_start_ms(now_ms) + 31 * 24 * 3600 * 1000, n: 1 }
 }
 
+/// The hit that counts one call in its key's 60-second window (kept a minute past its end).
+pub fn burst_call(key_id: &str, now_ms: i64) -> CounterHit {
+    let window = now_ms - now_ms.rem_euclid(MINUTE_MS);
+    CounterHit { name: format!("burst:{key_id}"), window_start: window, expires_at: window + 2 * MINUTE_MS, n: 1 }
+}
+
+/// The refusal of a call past its key's burst limit (the headers are [`AppState::burst_verdict`]'s).
+pub fn burst_exceeded(limit: i64) -> ApiError {
+    ApiError::rate_limited(format!("rate limit of {limit} requests per 60 seconds for this key exceeded; retry after the window resets"))
+}
+
 /// Whether the account's plan allows its `calls`-th call this month. Free: a hard cutoff (429 "Monthly limit
 /// reached"); paid plans serve it and meter it: the hit that records the overage.
 pub fn allowance(account: &entity::Model, now_ms: i64, calls: i64) -> Result<Option<CounterHit>, ApiError> {
@@ -57,19 +69,35 @@ pub struct MonthlyUsage {
 }
 
 impl AppState {
-    /// Counts a keyed calculate call in its key's 60-second window; over the limit is 429 with Retry-After.
+    /// Counts a call in its key's 60-second window from this instance's lease (see `store::limits`) and sets
+    /// the X-RateLimit-* headers; over the limit is 429 with Retry-After. Trades are counted this way; keyed
+    /// calculate calls are counted exactly, in the ledger batch or by [`AppState::count_burst`].
     pub async fn check_burst(&self, key_id: &str) -> Result<(), ApiError> {
         let now = self.clock.now_ms();
-        let window = now - now.rem_euclid(MINUTE_MS);
-        let reset = window + MINUTE_MS;
+        let hit = burst_call(key_id, now);
+        let count = self.store.take_unit(&hit.name, hit.window_start, hit.expires_at, self.limits.burst_per_minute).await?;
+        self.burst_verdict(now, count)
+    }
+
+    /// Counts exactly one call in its key's window (no lease): a keyed calculate call that ends before the
+    /// ledger batch, which counts the others. Headers and verdict as [`AppState::check_burst`].
+    pub async fn count_burst(&self, key_id: &str, now_ms: i64) -> Result<(), ApiError> {
+        let hit = burst_call(key_id, now_ms);
+        let count = self.store.hit_counter_by(&hit.name, hit.window_start, hit.expires_at, hit.n).await?;
+        self.burst_verdict(now_ms, count)
+    }
+
+    /// The X-RateLimit-* headers for the `count`-th call of the key's window that holds `now_ms`; past the
+    /// limit, Retry-After and the 429.
+    pub fn burst_verdict(&self, now_ms: i64, count: i64) -> Result<(), ApiError> {
+        let reset = now_ms - now_ms.rem_euclid(MINUTE_MS) + MINUTE_MS;
         let limit = self.limits.burst_per_minute;
-        let count = self.store.take_unit(&format!("burst:{key_id}"), window, reset + MINUTE_MS, limit).await?;
         set_header("X-RateLimit-Limit", limit);
         set_header("X-RateLimit-Remaining", (limit - count).max(0));
         set_header("X-RateLimit-Reset", reset / 1000);
         if count > limit {
-            set_header("Retry-After", ceil_seconds(reset - now).max(1));
-            return Err(ApiError::rate_limited(format!("rate limit of {limit} requests per 60 seconds for this key exceeded; retry after the window resets")));
+            set_header("Retry-After", ceil_seconds(reset - now_ms).max(1));
+            return Err(burst_exceeded(limit));
         }
         Ok(())
     }

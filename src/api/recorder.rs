@@ -3,8 +3,9 @@
 //! A keyed calculate call is a job of one entry; an ingest request is a job of one to 100. Jobs that arrive
 //! while a batch is being written wait and go into the next one. A batch is one database transaction sent as
 //! two scripts (`store::script`: many statements, one round trip), whatever its size:
-//! 1. begin; the month's usage counters, one upsert for the batch; the keys' accounts (a key revoked since
-//!    the caller's lookup is refused here); their nexus settings; for ingest, the external ids already in the
+//! 1. begin; the month's usage counters and the calculate keys' burst windows, one upsert for the batch (a
+//!    calculate call is counted in its key's window here, exactly); the keys' accounts (a key revoked since the
+//!    caller's lookup is refused here); their nexus settings; for ingest, the external ids already in the
 //!    ledger; the counterparties' 1099 totals, one upsert (each entry learns the total before it from the sums);
 //!    the states' revenue that calculate's nexus alerts read;
 //! 2. the determinations, in memory: made and rendered before the batch in each caller's task (`Prepared`),
@@ -13,9 +14,9 @@
 //!    calculate's Idempotency-Key responses; commit.
 //!
 //! The first script adds every payment as if every job were served and every entry new. When its answers say
-//! otherwise (a free account past its allowance, a revoked key, an external id already recorded) or a
-//! determination fails, the transaction is rolled back and run again knowing it; each rerun learns something
-//! new, so there are at most as many as there are jobs and entries, and in the common case none.
+//! otherwise (a key past its burst limit, a free account past its allowance, a revoked key, an external id already
+//! recorded) or a determination fails, the transaction is rolled back and run again knowing it; each rerun learns
+//! something new, so there are at most as many as there are jobs and entries, and in the common case none.
 //!
 //! Every figure is what recording the jobs one after another, in arrival order, would give; a job's writes
 //! are in the database when its caller is answered. Concurrent batches (other instances) meet in the upserts,
@@ -34,7 +35,7 @@ use serde_json::{Map, Value};
 
 use super::calculate::{iso, LiveRequest};
 use super::error::ApiError;
-use super::limits::{allowance, monthly_call};
+use super::limits::{allowance, burst_call, burst_exceeded, monthly_call};
 use super::{AppState, API_VERSION};
 use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
 use crate::engine::render::FullText;
@@ -52,7 +53,7 @@ use crate::store::{Store, StoreError};
 /// Jobs per batch (an ingest job holds up to 100 entries; the store splits long multi-row statements).
 const MAX_BATCH: usize = 64;
 
-pub type Recorder = Group<RecordJob, Result<Recorded, ApiError>>;
+pub type Recorder = Group<RecordJob, Answer>;
 
 /// One batch at a time per instance, on either database. Every keyed call of an account touches the same
 /// usage, 1099 and revenue rows, so on PostgreSQL a second concurrent batch would only wait for the first's row
@@ -126,6 +127,19 @@ pub enum EntryOutcome {
     Duplicate(transaction::Model),
 }
 
+/// A job's result from its batch, and for a calculate call its count in the key's burst window (the caller
+/// sets the X-RateLimit-* headers from it).
+pub struct Answer {
+    result: Result<Recorded, ApiError>,
+    burst: Option<i64>,
+}
+
+impl Answer {
+    fn failed(e: ApiError) -> Answer {
+        Answer { result: Err(e), burst: None }
+    }
+}
+
 pub struct Recorded {
     pub entries: Vec<EntryOutcome>,
     /// Calculate: the response text (the body with any nexus alerts), as stored for the Idempotency-Key.
@@ -136,12 +150,16 @@ pub struct Recorded {
 struct Plan<'j> {
     /// Jobs not failed.
     live: Vec<usize>,
+    /// Live jobs not past their key's burst limit: counted in the month's usage.
+    counted: Vec<usize>,
+    /// Live calculate jobs, each counted in its key's burst window (after the usage calls in `hits`).
+    bursting: Vec<usize>,
     /// Per served job, where each entry's row comes from.
     slots: HashMap<usize, Vec<Slot>>,
     /// The new entries (job, entry), in order, and their payments to counterparties.
     news: Vec<(usize, usize)>,
     payments: Vec<Payment<'j>>,
-    /// The live jobs' monthly usage calls.
+    /// The counted jobs' monthly usage calls, then the bursting jobs' burst calls.
     hits: Vec<CounterHit>,
     first: Script<'j>,
     /// Where each answer is in the script.
@@ -159,7 +177,9 @@ impl<'j> Plan<'j> {
     /// the counters and totals added.
     fn new(jobs: &'j [RecordJob], known: &Known, backend: DbBackend) -> Plan<'j> {
         let live: Vec<usize> = (0..jobs.len()).filter(|i| !known.failed.contains_key(i)).collect();
-        let serving: Vec<usize> = live.iter().copied().filter(|i| !known.refused.contains_key(i)).collect();
+        let counted: Vec<usize> = live.iter().copied().filter(|i| !known.throttled.contains(i)).collect();
+        let serving: Vec<usize> = counted.iter().copied().filter(|i| !known.refused.contains_key(i)).collect();
+        let bursting: Vec<usize> = live.iter().copied().filter(|&i| matches!(jobs[i].source, Source::Calculate { .. })).collect();
 
         // Which entries are new, and which repeat an external id already recorded (or earlier in the batch).
         let mut in_batch: HashMap<(&str, &str), usize> = HashMap::new();
@@ -195,7 +215,8 @@ impl<'j> Plan<'j> {
             .collect();
 
         let mut first = Script::begin(backend);
-        let hits: Vec<_> = live.iter().map(|&i| monthly_call(&jobs[i].entity_id, jobs[i].now_ms)).collect();
+        let usage_calls = counted.iter().map(|&i| monthly_call(&jobs[i].entity_id, jobs[i].now_ms));
+        let hits: Vec<_> = usage_calls.chain(bursting.iter().map(|&i| burst_call(&jobs[i].key_id, jobs[i].now_ms))).collect();
         let usage = first.add_all(Store::hit_counters_sql(backend, &hits));
         let key_ids = distinct(live.iter().map(|&i| jobs[i].key_id.as_str()));
         let owners_at = first.add(Store::key_owners_sql(backend, &key_ids));
@@ -214,7 +235,7 @@ impl<'j> Plan<'j> {
         let alerting = distinct(calculating.iter().map(|&i| jobs[i].entity_id.as_str()));
         let from_month = calculating.iter().map(|&i| nexus_alerts::earliest_month(day(jobs[i].now_ms))).min().unwrap_or(0);
         let revenue_at = (!alerting.is_empty()).then(|| first.add(Store::state_revenue_sql(backend, &alerting, from_month)));
-        Plan { live, slots, news, payments, hits, first, usage, owners_at, nexus_at, external, vendor, revenue_at }
+        Plan { live, counted, bursting, slots, news, payments, hits, first, usage, owners_at, nexus_at, external, vendor, revenue_at }
     }
 }
 
@@ -245,6 +266,8 @@ struct Known {
     failed: HashMap<usize, ApiError>,
     /// Jobs past a free plan's allowance: counted, answered with this error, not recorded.
     refused: HashMap<usize, ApiError>,
+    /// Calculate jobs past their key's burst limit: counted in the burst window only, answered 429.
+    throttled: HashSet<usize>,
     /// Ledger rows holding an external id an ingest job sends, by (account, external id).
     existing: HashMap<(String, String), transaction::Model>,
 }
@@ -258,7 +281,7 @@ impl AppState {
                 entry.prepared = prepare(&self.registry, job.now_ms, nexus.clone(), &entry.live.request).ok();
             }
         }
-        let state = self.clone();
+        let (state, now_ms) = (self.clone(), job.now_ms);
         let applied = self
             .recorder
             .submit(job, move |jobs| {
@@ -266,18 +289,22 @@ impl AppState {
                 async move { state.apply(jobs).await }
             })
             .await;
-        applied.unwrap_or_else(|| Err(ApiError::internal("the ledger batch failed")))
+        let answer = applied.unwrap_or_else(|| Answer::failed(ApiError::internal("the ledger batch failed")));
+        if let Some(count) = answer.burst {
+            self.burst_verdict(now_ms, count)?;
+        }
+        answer.result
     }
 
-    async fn apply(&self, jobs: Vec<RecordJob>) -> Vec<Result<Recorded, ApiError>> {
+    async fn apply(&self, jobs: Vec<RecordJob>) -> Vec<Answer> {
         match self.write_batch(&jobs).await {
             Ok(out) => out,
-            Err(e) => jobs.iter().map(|_| Err(e.clone())).collect(),
+            Err(e) => jobs.iter().map(|_| Answer::failed(e.clone())).collect(),
         }
     }
 
-    /// One transaction for the jobs; a result per job, in order.
-    async fn write_batch(&self, jobs: &[RecordJob]) -> Result<Vec<Result<Recorded, ApiError>>, ApiError> {
+    /// One transaction for the jobs; an answer per job, in order.
+    async fn write_batch(&self, jobs: &[RecordJob]) -> Result<Vec<Answer>, ApiError> {
         let backend = self.store.writer.get_database_backend();
         let mut known = Known::default();
         // (Script 1 of the first attempt is written before the connection is taken: on SQLite the other writers
@@ -308,8 +335,8 @@ impl AppState {
 
     /// One attempt at the batch: its results, or `None` (transaction left open) when it learned something that
     /// changes what to write, added to `known`.
-    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[RecordJob], plan: Plan<'_>, known: &mut Known) -> Result<Option<Vec<Result<Recorded, ApiError>>>, ApiError> {
-        let Plan { live, mut slots, news, payments, hits, first, usage, owners_at, nexus_at, external, vendor, revenue_at } = plan;
+    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[RecordJob], plan: Plan<'_>, known: &mut Known) -> Result<Option<Vec<Answer>>, ApiError> {
+        let Plan { live, counted, bursting, mut slots, news, payments, hits, first, usage, owners_at, nexus_at, external, vendor, revenue_at } = plan;
         let backend = conn.backend();
         let answers = conn.run(first).await.map_err(StoreError::from)?;
 
@@ -317,14 +344,23 @@ impl AppState {
         let counts = Store::counts_after(&hits, answers.models::<counter::Model>(usage, "").map_err(StoreError::from)?);
         let owners: HashMap<String, entity::Model> = Store::key_owners_from(answers.rows(owners_at))?.into_iter().map(|o| (o.key_id, o.entity)).collect();
         let mut learned = false;
+        let limit = self.limits.burst_per_minute;
+        let burst: HashMap<usize, i64> = bursting.iter().zip(&counts[counted.len()..]).map(|(&i, &count)| (i, count)).collect();
+        for (&i, &count) in &burst {
+            if count > limit && known.throttled.insert(i) {
+                learned = true;
+            }
+        }
         let mut metered = Vec::new();
-        for (k, &i) in live.iter().enumerate() {
-            let job = &jobs[i];
-            let Some(account) = owners.get(&job.key_id).filter(|a| a.id == job.entity_id) else {
+        for &i in &live {
+            if !owners.get(&jobs[i].key_id).is_some_and(|a| a.id == jobs[i].entity_id) {
                 known.failed.insert(i, ApiError::unauthorized("unknown or revoked API key"));
                 learned = true;
-                continue;
-            };
+            }
+        }
+        for (k, &i) in counted.iter().enumerate() {
+            let job = &jobs[i];
+            let Some(account) = owners.get(&job.key_id).filter(|a| a.id == job.entity_id) else { continue };
             match allowance(account, job.now_ms, counts[k]) {
                 Ok(Some(overage)) => metered.push(overage),
                 Ok(None) => {}
@@ -436,8 +472,17 @@ impl AppState {
         // Every job of an account in this batch sees the same revenue, so the same alerts (serialized once).
         let mut alerts_memo: HashMap<(&str, NaiveDate), Option<String>> = HashMap::new();
         for (i, job) in jobs.iter().enumerate() {
-            if let Some(e) = known.failed.get(&i).or_else(|| known.refused.get(&i)) {
-                out.push(Err(e.clone()));
+            let burst = burst.get(&i).copied();
+            if let Some(e) = known.failed.get(&i) {
+                out.push(Answer::failed(e.clone()));
+                continue;
+            }
+            if known.throttled.contains(&i) {
+                out.push(Answer { result: Err(burst_exceeded(limit)), burst });
+                continue;
+            }
+            if let Some(e) = known.refused.get(&i) {
+                out.push(Answer { result: Err(e.clone()), burst });
                 continue;
             }
             let slots = slots.remove(&i).unwrap_or_default();
@@ -470,7 +515,7 @@ impl AppState {
                     second.add(Store::finish_idempotency_key_sql(backend, &job.entity_id, k, 200, response.clone()));
                 }
             }
-            out.push(Ok(Recorded { entries, response }));
+            out.push(Answer { result: Ok(Recorded { entries, response }), burst });
         }
         second.commit();
         conn.run(second).await.map_err(StoreError::from)?;

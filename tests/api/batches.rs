@@ -134,6 +134,37 @@ async fn free_plan_cutoff_inside_a_batch(app: TestApp) {
     assert_eq!(seen, vec![10, 20, 30, 40, 50]);
 }
 
+async fn burst_limit_inside_a_batch(app: TestApp) {
+    use levy::store::entity::api_key;
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+    let a = app.signup("burst-batch@example.com").await;
+    let month = "2026-11-01T00:00:00Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap().timestamp_millis();
+    let minute = super::harness::start_time().timestamp_millis();
+    {
+        use levy::store::entity::counter;
+        use sea_orm::Set;
+        let row = counter::ActiveModel { name: Set(format!("usage:{}", a.entity_id)), window_start: Set(month), count: Set(1395), expires_at: Set(i64::MAX) };
+        counter::Entity::insert(row).exec_without_returning(&app.state.store.db).await.unwrap();
+    }
+    // 126 calls at once on a free account with 105 calls left this month. The key's window takes 120: the 6
+    // calls past it are refused and not counted in the month; of the 120, 105 are served and 15 refused as past
+    // the allowance (counted in the month, as they would be one by one).
+    let replies = all_at_once(&app, &a.key, (0..126).map(|_| calc(10, "c")).collect()).await;
+    let error = |b: &Value| b["error"].as_str().unwrap_or("").to_string();
+    let served: Vec<&Value> = replies.iter().filter(|(s, _)| *s == 200).map(|(_, b)| b).collect();
+    let monthly = replies.iter().filter(|(s, b)| *s == 429 && error(b).starts_with("Monthly limit reached")).count();
+    let burst = replies.iter().filter(|(s, b)| *s == 429 && error(b).starts_with("rate limit of 120 requests per 60 seconds")).count();
+    assert_eq!((served.len(), monthly, burst), (105, 15, 6));
+    let mut seen: Vec<i64> = served.iter().map(|b| num(&b["tracking_1099"]["vendor_ytd_total"]) as i64).collect();
+    seen.sort();
+    assert_eq!(seen, (1..=105).map(|k| k * 10).collect::<Vec<_>>());
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 105);
+    let key = api_key::Entity::find().filter(api_key::Column::EntityId.eq(a.entity_id.clone())).one(&app.state.store.db).await.unwrap().unwrap();
+    let store = &app.state.store;
+    assert_eq!(store.read_counter(&format!("usage:{}", a.entity_id), month).await.unwrap(), 1395 + 120);
+    assert_eq!(store.read_counter(&format!("burst:{}", key.id), minute).await.unwrap(), 126);
+}
+
 async fn long_batches_split_into_statements(app: TestApp) {
     use levy::store::ledger::Payment;
     use levy::store::Store;
@@ -321,6 +352,7 @@ on_both!(
     scripts_answer_by_statement_and_roll_back,
     concurrent_calls_add_up_as_if_one_by_one,
     free_plan_cutoff_inside_a_batch,
+    burst_limit_inside_a_batch,
     long_batches_split_into_statements,
     values_come_back_character_for_character,
     key_revoked_on_another_instance_is_refused

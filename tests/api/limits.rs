@@ -19,10 +19,21 @@ fn calc() -> serde_json::Value {
 async fn keyed_burst_limit(app: TestApp) {
     let a = app.signup("burst@example.com").await;
     // 10:00:00 is the start of a 60-second window ending at 10:01:00 = 1795255260.
+    // Every call counts, whether the ledger batch counts it or it ends before (an invalid body, a replay).
     for i in 1..=120 {
-        let r = app.post("/api/v1/calculate", Some(&a.key), &calc()).await;
-        assert_eq!(r.status, 200, "call {i}: {}", r.text);
-        assert_eq!(r.header("x-ratelimit-remaining"), Some((120 - i).to_string()));
+        let (body, status) = match i {
+            60 => (json!({"amount": -1}), 400),
+            _ => (calc(), 200),
+        };
+        let headers = [("Idempotency-Key", if i == 90 || i == 91 { "same" } else { "" })];
+        let headers = if headers[0].1.is_empty() { &headers[..0] } else { &headers[..] };
+        let r = app.request("POST", "/api/v1/calculate", Some(&a.key), headers, Some(&body.to_string())).await;
+        assert_eq!(r.status, status, "call {i}: {}", r.text);
+        assert_eq!(r.header("x-ratelimit-remaining"), Some((120 - i).to_string()), "call {i}");
+        assert_eq!(r.header("x-ratelimit-limit").as_deref(), Some("120"));
+        if i == 91 {
+            assert_eq!(r.header("x-idempotency-status").as_deref(), Some("cached"));
+        }
     }
     app.clock.advance_ms(15_000);
     let r = app.post("/api/v1/calculate", Some(&a.key), &calc()).await;
@@ -33,7 +44,7 @@ async fn keyed_burst_limit(app: TestApp) {
     app.clock.advance_ms(45_000);
     let r = app.post("/api/v1/calculate", Some(&a.key), &calc()).await;
     assert_eq!(r.status, 200, "a new window");
-    assert_eq!(app.ledger_rows(&a.entity_id).await, 121);
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 119, "118 calls of the first window (one invalid, one replayed) and one of the next");
 }
 
 async fn monthly_allowance(app: TestApp) {
@@ -121,26 +132,38 @@ async fn two_instances_share_limits(app: TestApp) {
     assert_eq!(other.request("POST", "/api/v1/calculate", None, &ip, Some(&body)).await.status, 429);
 }
 
+async fn calculate_burst_is_exact_across_instances(app: TestApp) {
+    // Keyed calculate calls are counted one by one in the ledger batch, not from a lease: one call on A leaves
+    // B all of the other 119 (with leases, B would be refused after 106 while A held 13 unused units).
+    let other = TestApp::on(app.db.clone(), app.backend, app.clock.clone()).await;
+    let a = app.signup("exact@example.com").await;
+    assert_eq!(app.post("/api/v1/calculate", Some(&a.key), &calc()).await.status, 200);
+    for i in 2..=120 {
+        let r = other.post("/api/v1/calculate", Some(&a.key), &calc()).await;
+        assert_eq!(r.status, 200, "call {i}: {}", r.text);
+    }
+    let r = app.post("/api/v1/calculate", Some(&a.key), &calc()).await;
+    assert_eq!((r.status, r.header("x-ratelimit-remaining").as_deref()), (429, Some("0")));
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 120);
+}
+
 async fn leased_units_never_exceed_the_limit(app: TestApp) {
     // Far from the limit an instance reserves a lease: with 120 left, (120 − 64) / 4 = 14 units in one write.
-    // Instance A makes one call (units 1–14 reserved, unit 1 used) and goes idle; B then gets units 15–120:
-    // 106 calls, then 429 although A's 13 units are unused (refusing early, never granting more). A still
-    // spends its 13. Together: exactly 120.
+    // Instance A takes one unit (units 1–14 reserved) and goes idle; B then gets units 15–120: 106 within the
+    // limit, then one past it although A's 13 units are unused (refusing early, never granting more). A still
+    // hands out its 13. Together: exactly 120. (Trades and the demo take their units this way; keyed calculate
+    // counts each call exactly, in the ledger batch.)
     let other = TestApp::on(app.db.clone(), app.backend, app.clock.clone()).await;
-    let a = app.signup("lease@example.com").await;
-    assert_eq!(app.post("/api/v1/calculate", Some(&a.key), &calc()).await.status, 200);
+    let (a, b) = (&app.state.store, &other.state.store);
+    let (window, expires) = (1_000_000, i64::MAX);
+    assert_eq!(a.take_unit("lease-test", window, expires, 120).await.unwrap(), 1);
     let mut b_ok = 0;
-    loop {
-        let r = other.post("/api/v1/calculate", Some(&a.key), &calc()).await;
-        if r.status != 200 {
-            assert_eq!(r.status, 429, "{}", r.text);
-            break;
-        }
+    while b.take_unit("lease-test", window, expires, 120).await.unwrap() <= 120 {
         b_ok += 1;
     }
     assert_eq!(b_ok, 106);
     let mut a_ok = 1;
-    while app.post("/api/v1/calculate", Some(&a.key), &calc()).await.status == 200 {
+    while a.take_unit("lease-test", window, expires, 120).await.unwrap() <= 120 {
         a_ok += 1;
     }
     assert_eq!(a_ok + b_ok, 120);
@@ -148,4 +171,4 @@ async fn leased_units_never_exceed_the_limit(app: TestApp) {
     assert_eq!((levy::store::limits::lease_size(64), levy::store::limits::lease_size(1_000_000)), (1, 16));
 }
 
-on_both!(keyed_burst_limit, monthly_allowance, demo_limits, two_instances_share_limits, leased_units_never_exceed_the_limit);
+on_both!(keyed_burst_limit, monthly_allowance, demo_limits, two_instances_share_limits, calculate_burst_is_exact_across_instances, leased_units_never_exceed_the_limit);
