@@ -46,11 +46,13 @@ pub struct AppState {
     pub keys: auth::KeyCache,
     /// Accounts' nexus as this instance's ledger batches last read it, for determining calls ahead of the batch.
     pub nexus_seen: recorder::NexusSeen,
+    /// The dictionary this instance packs ledger bodies with (SQLite), once the first batch has recorded it.
+    pub ledger_dictionary: tokio::sync::OnceCell<Arc<crate::store::packing::Dictionary>>,
 }
 
 impl AppState {
     pub fn new(store: Store, registry: Arc<Registry>, clock: Clock, limits: Limits, data_key: DataKey) -> AppState {
-        AppState { store, registry, clock, limits, data_key, recorder: recorder::recorder(), keys: Default::default(), nexus_seen: Default::default() }
+        AppState { store, registry, clock, limits, data_key, recorder: recorder::recorder(), keys: Default::default(), nexus_seen: Default::default(), ledger_dictionary: Default::default() }
     }
 }
 

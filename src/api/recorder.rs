@@ -39,6 +39,7 @@ use super::limits::{allowance, burst_call, burst_exceeded, monthly_call};
 use super::{AppState, API_VERSION};
 use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
 use crate::engine::render::FullText;
+use crate::engine::samples;
 use crate::engine::{determine, Determination, Input, Request};
 use crate::rules::registry::Registry;
 use crate::rules::schema::state_index;
@@ -47,6 +48,7 @@ use crate::store::entity::{counter, entity, nexus_state, state_revenue, transact
 use crate::store::group::Group;
 use crate::store::ledger::{Payment, Sale};
 use crate::store::limits::CounterHit;
+use crate::store::packing::Dictionary;
 use crate::store::script::{Script, ScriptConn};
 use crate::store::{Store, StoreError};
 
@@ -310,6 +312,8 @@ impl AppState {
         // (Script 1 of the first attempt is written before the connection is taken: on SQLite the other writers
         // on its one connection, the limiter and Idempotency-Key claims, do not wait for that.)
         let mut plan = Plan::new(jobs, &known, backend);
+        // (Before the connection is taken: the first batch records the dictionary, on the writer.)
+        let dictionary = self.ledger_dictionary().await?;
         let mut conn = ScriptConn::acquire(&self.store.writer).await.map_err(StoreError::from)?;
         if self.store.checkpoints.as_ref().is_some_and(|c| c.take_restart()) {
             // The log is long and the background copies have done most of it: the rest, so that this batch
@@ -317,7 +321,7 @@ impl AppState {
             let _ = conn.checkpoint().await;
         }
         loop {
-            match self.attempt(&mut conn, jobs, plan, &mut known).await {
+            match self.attempt(&mut conn, jobs, plan, &mut known, dictionary.as_deref()).await {
                 Ok(Some(out)) => {
                     conn.release().await;
                     return Ok(out);
@@ -335,7 +339,7 @@ impl AppState {
 
     /// One attempt at the batch: its results, or `None` (transaction left open) when it learned something that
     /// changes what to write, added to `known`.
-    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[RecordJob], plan: Plan<'_>, known: &mut Known) -> Result<Option<Vec<Answer>>, ApiError> {
+    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[RecordJob], plan: Plan<'_>, known: &mut Known, dictionary: Option<&Dictionary>) -> Result<Option<Vec<Answer>>, ApiError> {
         let Plan { live, counted, bursting, mut slots, news, payments, hits, first, usage, owners_at, nexus_at, external, vendor, revenue_at } = plan;
         let backend = conn.backend();
         let answers = conn.run(first).await.map_err(StoreError::from)?;
@@ -371,7 +375,9 @@ impl AppState {
                 }
             }
         }
-        for row in answers.models::<transaction::Model>(external, "").map_err(StoreError::from)? {
+        let mut recorded = answers.models::<transaction::Model>(external, "").map_err(StoreError::from)?;
+        self.store.unpack(&mut recorded).await?;
+        for row in recorded {
             let ext = row.external_tx_id.clone().unwrap_or_default();
             if known.existing.insert((row.entity_id.clone(), ext), row).is_none() {
                 learned = true;
@@ -456,6 +462,8 @@ impl AppState {
                 metadata: entry.metadata.as_ref().map(|m| Value::Object(m.clone()).to_string()),
                 request: entry.live.raw.to_string(),
                 result,
+                result_dictionary: None,
+                result_zstd: None,
             });
         }
         add_sales(&mut revenue, &sales);
@@ -464,7 +472,6 @@ impl AppState {
         let mut second = Script::new(backend);
         second.add_all(Store::hit_counters_sql(backend, &metered));
         second.add_all(Store::add_state_revenues_sql(backend, &sales));
-        second.add_all(Store::insert_transactions_sql(backend, &rows));
 
         // The outcomes, in job order.
         let mut out = Vec::with_capacity(jobs.len());
@@ -517,9 +524,28 @@ impl AppState {
             }
             out.push(Answer { result: Ok(Recorded { entries, response }), burst });
         }
+        // The rows, packed where the store packs bodies (their text is in the outcomes already).
+        if let Some(d) = dictionary {
+            let mut packer = d.packer()?;
+            for row in &mut rows {
+                packer.pack(row)?;
+            }
+        }
+        second.add_all(Store::insert_transactions_sql(backend, &rows));
         second.commit();
         conn.run(second).await.map_err(StoreError::from)?;
         Ok(Some(out))
+    }
+
+    /// The dictionary this instance packs ledger bodies with (recorded in the database on first use), where the
+    /// store packs them.
+    pub async fn ledger_dictionary(&self) -> Result<Option<Arc<Dictionary>>, ApiError> {
+        if !self.store.packs() {
+            return Ok(None);
+        }
+        let content = samples::dictionary(&self.registry);
+        let d = self.ledger_dictionary.get_or_try_init(|| self.store.dictionary(&content, self.clock.now_ms())).await?;
+        Ok(Some(d.clone()))
     }
 
     /// The account's nexus as the engine takes it: `None` until the account has configured any.

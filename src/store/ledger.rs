@@ -81,10 +81,10 @@ impl Store {
 
     /// The inserts of ledger rows, one per `ROWS_PER_STATEMENT`.
     pub fn insert_transactions_sql(backend: DbBackend, rows: &[transaction::Model]) -> Vec<Sql<'_>> {
-        let columns = ["id", "entity_id", "created_at", "role", "buyer_state", "counterparty_id", "amount", "amount_micros", "total_tax", "external_tx_id", "source", "metadata", "request", "result"];
+        let columns = ["id", "entity_id", "created_at", "role", "buyer_state", "counterparty_id", "amount", "amount_micros", "total_tax", "external_tx_id", "source", "metadata", "request", "result", "result_dictionary", "result_zstd"];
         let values = rows
             .iter()
-            .map(|r| -> [Arg; 14] {
+            .map(|r| -> [Arg; 16] {
                 [
                     (&r.id).into(),
                     (&r.entity_id).into(),
@@ -100,6 +100,8 @@ impl Store {
                     r.metadata.as_ref().into(),
                     (&r.request).into(),
                     (&r.result).into(),
+                    r.result_dictionary.as_ref().into(),
+                    r.result_zstd.as_deref().map_or(Arg::Null, |b| Arg::Blob(b.into())),
                 ]
             })
             .collect();
@@ -125,6 +127,8 @@ impl Store {
         if let Some(since) = f.since_ms {
             q = q.filter(transaction::Column::CreatedAt.gte(since));
         }
-        Ok(q.order_by_desc(transaction::Column::CreatedAt).order_by_desc(transaction::Column::Id).limit(f.limit).all(&self.db).await?)
+        let mut rows = q.order_by_desc(transaction::Column::CreatedAt).order_by_desc(transaction::Column::Id).limit(f.limit).all(&self.db).await?;
+        self.unpack(&mut rows).await?;
+        Ok(rows)
     }
 }

@@ -9,6 +9,7 @@ pub mod idempotency;
 pub mod ledger;
 pub mod limits;
 pub mod nexus;
+pub mod packing;
 pub mod script;
 pub mod wal;
 
@@ -131,6 +132,8 @@ pub struct Store {
     pub counter_batches: std::sync::Arc<limits::CounterBatches>,
     /// A SQLite file's log checkpoints, made in the background (see `wal`).
     pub checkpoints: Option<std::sync::Arc<wal::Checkpoints>>,
+    /// The dictionaries of packed ledger bodies this process has used (see `packing`).
+    pub dictionaries: std::sync::Arc<packing::Dictionaries>,
 }
 
 impl Store {
@@ -187,7 +190,7 @@ impl Store {
             None => db.clone(),
         };
         let checkpoints = log.map(|log| std::sync::Arc::new(wal::Checkpoints::start(db.clone(), log)));
-        Ok(Store { db, writer, leases: Default::default(), counter_batches: std::sync::Arc::new(group::Group::new(256, 1)), checkpoints })
+        Ok(Store { db, writer, leases: Default::default(), counter_batches: std::sync::Arc::new(group::Group::new(256, 1)), checkpoints, dictionaries: Default::default() })
     }
 
     pub fn backend(&self) -> DbBackend {

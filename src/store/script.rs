@@ -36,6 +36,7 @@ pub enum Arg<'a> {
     Text(Cow<'a, str>),
     Int(i64),
     Bool(bool),
+    Blob(Cow<'a, [u8]>),
     Null,
 }
 
@@ -160,6 +161,7 @@ impl<'a> Sql<'a> {
                 Arg::Text(t) => sea_orm::Value::from(t.into_owned()),
                 Arg::Int(i) => sea_orm::Value::from(i),
                 Arg::Bool(b) => sea_orm::Value::from(b),
+                Arg::Blob(b) => sea_orm::Value::from(b.into_owned()),
                 Arg::Null => sea_orm::Value::String(None),
             })
             .collect::<Vec<_>>();
@@ -198,6 +200,12 @@ fn literal(out: &mut String, value: &Arg) {
             let _ = write!(out, "{i}");
         }
         Arg::Bool(b) => out.push_str(if *b { "TRUE" } else { "FALSE" }),
+        // bytea's hex input, in an escape string so that the backslash is one whatever the settings say.
+        Arg::Blob(b) => {
+            out.push_str("E'\\\\x");
+            out.push_str(&hex::encode(b));
+            out.push('\'');
+        }
         Arg::Null => out.push_str("NULL"),
     }
 }
@@ -331,6 +339,8 @@ impl ScriptConn {
                         Arg::Text(Cow::Owned(t)) => args.add(t),
                         Arg::Int(i) => args.add(i),
                         Arg::Bool(b) => args.add(b),
+                        Arg::Blob(Cow::Borrowed(b)) => args.add(b),
+                        Arg::Blob(Cow::Owned(b)) => args.add(b),
                         Arg::Null => args.add(None::<i64>),
                     };
                     added.map_err(|e| DbErr::Custom(format!("binding a value: {e}")))?;

@@ -1,8 +1,8 @@
 //! POST /api/v1/transactions/ingest: single, batch, replay, whole-batch rejection.
 
-use serde_json::json;
+use serde_json::{json, Value};
 
-use super::harness::{num, TestApp};
+use super::harness::{num, Backend, TestApp};
 use crate::on_both;
 
 async fn ingest_records_and_replays(app: TestApp) {
@@ -69,4 +69,49 @@ async fn ingest_records_and_replays(app: TestApp) {
     assert!(rows.iter().any(|t| t["metadata"] == json!({"order": 77}) && t["source"] == json!("ingest")));
 }
 
-on_both!(ingest_records_and_replays);
+async fn ledger_bodies_are_packed_where_the_store_packs(app: TestApp) {
+    use levy::store::entity::transaction;
+    use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter};
+    let a = app.signup("packed@example.com").await;
+    app.set_nexus(&a.key, &["TX"]).await;
+    let r = app.post("/api/v1/calculate", Some(&a.key), &json!({"amount": 10, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "c"})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let row = transaction::Entity::find().filter(transaction::Column::EntityId.eq(a.entity_id.clone())).one(&app.state.store.db).await.unwrap().unwrap();
+    match app.backend {
+        // SQLite: the body packed against the dictionary, a small fraction of its text.
+        Backend::Sqlite => {
+            assert_eq!(row.result, "");
+            let packed = row.result_zstd.as_ref().unwrap().len();
+            assert!(packed * 4 < r.text.len(), "{packed} bytes packed for {}", r.text.len());
+            assert!(row.result_dictionary.is_some());
+        }
+        // PostgreSQL: text (it compresses long values itself).
+        Backend::Postgres => assert_eq!((row.result.as_str(), row.result_zstd.as_ref()), (r.text.as_str(), None)),
+    }
+    // Read back as answered, through the list and through an ingest replay of a packed row.
+    let list = app.get("/api/v1/transactions", Some(&a.key)).await;
+    assert_eq!(list.json["transactions"][0]["calculation"], r.json);
+    let record = json!({"amount": 20, "buyer_state": "TX", "counterparty_id": "c", "external_tx_id": "p-1"});
+    let first = app.post("/api/v1/transactions/ingest", Some(&a.key), &record).await;
+    let again = app.post("/api/v1/transactions/ingest", Some(&a.key), &record).await;
+    let (first, again) = (&first.json["records"][0], &again.json["records"][0]);
+    assert_eq!(again["duplicate"], json!(true), "{again}");
+    assert_eq!(again["calculation"], first["calculation"]);
+    assert_eq!(num(&again["calculation"]["amount"]), 20.0);
+
+    // A row written as text (as every row was before packing) reads as it is.
+    let mut old = row.clone().into_active_model();
+    old.id = sea_orm::Set("tx_written_as_text".into());
+    old.created_at = sea_orm::Set(row.created_at - 1);
+    old.result = sea_orm::Set(r#"{"success":true,"total_tax":1.0}"#.into());
+    old.result_dictionary = sea_orm::Set(None);
+    old.result_zstd = sea_orm::Set(None);
+    old.insert(&app.state.store.db).await.unwrap();
+    let list = app.get("/api/v1/transactions", Some(&a.key)).await;
+    let texts: Vec<&Value> = list.json["transactions"].as_array().unwrap().iter().map(|t| &t["calculation"]).collect();
+    assert_eq!(texts.len(), 3);
+    assert_eq!(*texts[2], json!({"success": true, "total_tax": 1.0}));
+    assert_eq!(*texts[1], r.json);
+}
+
+on_both!(ingest_records_and_replays, ledger_bodies_are_packed_where_the_store_packs);

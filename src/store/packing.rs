@@ -1,0 +1,196 @@
+//! Calculate bodies stored packed in the SQLite ledger: zstd-compressed against a dictionary of typical bodies
+//! (`engine::samples`).
+//!
+//! A body is about 4.5 KB of JSON, most of it text every answer for its state and category repeats. Written as
+//! text, each ledger row took an overflow page of its own, and writing those pages (the log, then the database
+//! file) was the largest part of a keyed call's share of the one-at-a-time ledger batch. Packed against the
+//! dictionary a body takes a few hundred bytes, and several rows share a page.
+//!
+//! A packed row keeps `result` empty and names its dictionary in `result_dictionary`; the dictionaries live in
+//! `ledger_dictionaries` under the hash of their content, so every instance with the same rules writes and finds
+//! the same one, and a row stays readable after the rules (and so the dictionary new rows use) change. Rows
+//! written before packing existed keep their text, and read as they are. The store's readers give every row its
+//! text back ([`Store::unpack`]) before anything else sees it.
+//!
+//! PostgreSQL keeps bodies as text: it compresses long values itself (TOAST), and the text stays queryable.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, Set};
+use sha2::{Digest, Sha256};
+use zstd::bulk::{Compressor, Decompressor};
+use zstd::dict::{DecoderDictionary, EncoderDictionary};
+
+use super::entity::{ledger_dictionary, transaction};
+use super::{Store, StoreError};
+
+/// zstd's fastest level: against the dictionary a body packs to a few hundred bytes at any level.
+const LEVEL: i32 = 1;
+/// The longest body unpacked (a body is a few kilobytes; anything longer is corrupt).
+const MAX_BODY: usize = 16 << 20;
+
+/// A dictionary, ready to pack and unpack with.
+pub struct Dictionary {
+    pub id: String,
+    encoder: EncoderDictionary<'static>,
+    decoder: DecoderDictionary<'static>,
+}
+
+impl Dictionary {
+    pub fn new(content: &[u8]) -> Dictionary {
+        Dictionary { id: dictionary_id(content), encoder: EncoderDictionary::copy(content, LEVEL), decoder: DecoderDictionary::copy(content) }
+    }
+
+    /// A packer for one batch's bodies.
+    pub fn packer(&self) -> Result<Packer<'_>, StoreError> {
+        let compressor = Compressor::with_prepared_dictionary(&self.encoder).map_err(packing_error)?;
+        Ok(Packer { id: &self.id, compressor })
+    }
+
+    fn unpack(&self, packed: &[u8]) -> Result<String, StoreError> {
+        let mut d = Decompressor::with_prepared_dictionary(&self.decoder).map_err(packing_error)?;
+        let bytes = d.decompress(packed, MAX_BODY).map_err(packing_error)?;
+        String::from_utf8(bytes).map_err(|e| StoreError::Other(format!("a packed calculation is not UTF-8: {e}")))
+    }
+}
+
+pub struct Packer<'d> {
+    id: &'d str,
+    compressor: Compressor<'d>,
+}
+
+impl Packer<'_> {
+    /// Moves the row's body into its packed columns (`result` left empty).
+    pub fn pack(&mut self, row: &mut transaction::Model) -> Result<(), StoreError> {
+        row.result_zstd = Some(self.compressor.compress(row.result.as_bytes()).map_err(packing_error)?);
+        row.result_dictionary = Some(self.id.to_string());
+        row.result = String::new();
+        Ok(())
+    }
+}
+
+fn dictionary_id(content: &[u8]) -> String {
+    hex::encode(&Sha256::digest(content)[..16])
+}
+
+fn packing_error(e: std::io::Error) -> StoreError {
+    StoreError::Other(format!("packing a calculation: {e}"))
+}
+
+/// The dictionaries this process has used, by id.
+#[derive(Default)]
+pub struct Dictionaries(Mutex<HashMap<String, Arc<Dictionary>>>);
+
+impl Dictionaries {
+    fn get(&self, id: &str) -> Option<Arc<Dictionary>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned()
+    }
+
+    fn put(&self, d: Arc<Dictionary>) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(d.id.clone(), d);
+    }
+}
+
+impl Store {
+    /// Whether this store packs calculate bodies (SQLite).
+    pub fn packs(&self) -> bool {
+        self.db.get_database_backend() == DbBackend::Sqlite
+    }
+
+    /// The dictionary with this content, recorded in the database if no instance has yet. Call it before
+    /// holding a writer transaction (it writes).
+    pub async fn dictionary(&self, content: &[u8], now_ms: i64) -> Result<Arc<Dictionary>, StoreError> {
+        if let Some(d) = self.dictionaries.get(&dictionary_id(content)) {
+            return Ok(d);
+        }
+        let d = Arc::new(Dictionary::new(content));
+        let row = ledger_dictionary::ActiveModel { id: Set(d.id.clone()), created_at: Set(now_ms), content: Set(content.to_vec()) };
+        let insert = ledger_dictionary::Entity::insert(row).on_conflict(OnConflict::column(ledger_dictionary::Column::Id).do_nothing().to_owned());
+        insert.exec_without_returning(&self.writer).await?;
+        self.dictionaries.put(d.clone());
+        Ok(d)
+    }
+
+    /// Gives every packed row its body back as text in `result`.
+    pub async fn unpack(&self, rows: &mut [transaction::Model]) -> Result<(), StoreError> {
+        for row in rows.iter_mut() {
+            let (Some(packed), Some(id)) = (row.result_zstd.take(), row.result_dictionary.take()) else { continue };
+            let d = match self.dictionaries.get(&id) {
+                Some(d) => d,
+                None => {
+                    let found = ledger_dictionary::Entity::find_by_id(id.clone()).one(&self.db).await?;
+                    let content = found.ok_or_else(|| StoreError::Other(format!("ledger dictionary {id} not found")))?.content;
+                    let d = Arc::new(Dictionary::new(&content));
+                    if d.id != id {
+                        return Err(StoreError::Other(format!("ledger dictionary {id} does not match its content")));
+                    }
+                    self.dictionaries.put(d.clone());
+                    d
+                }
+            };
+            row.result = d.unpack(&packed)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(result: &str) -> transaction::Model {
+        transaction::Model {
+            id: "tx_1".into(),
+            entity_id: "ent_1".into(),
+            created_at: 0,
+            role: "seller".into(),
+            buyer_state: "TX".into(),
+            counterparty_id: "c".into(),
+            amount: "1".into(),
+            amount_micros: 1_000_000,
+            total_tax: "0".into(),
+            external_tx_id: None,
+            source: "calculate".into(),
+            metadata: None,
+            request: "{}".into(),
+            result: result.into(),
+            result_dictionary: None,
+            result_zstd: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn bodies_pack_against_the_dictionary_and_read_back_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/levy.db?mode=rwc", dir.path().display());
+        let store = Store::connect(&url).await.unwrap();
+        store.migrate().await.unwrap();
+        assert!(store.packs());
+        let content = br#"{"success":true,"jurisdiction":"Austin, TX","source":"Tex. Tax Code \u00a7151.051(b)"}"#.repeat(4);
+        let d = store.dictionary(&content, 1).await.unwrap();
+        // The id is the content's hash: SHA-256 of it, first 16 bytes in hex.
+        assert_eq!(d.id, hex::encode(&Sha256::digest(&content)[..16]));
+        let body = r#"{"success":true,"jurisdiction":"Austin, TX","source":"Tex. Tax Code \u00a7151.051(b)","total_tax":6.63,"note":"é ✓"}"#;
+        let mut rows = vec![row(body), row("plain text, as rows before packing")];
+        d.packer().unwrap().pack(&mut rows[0]).unwrap();
+        assert_eq!((rows[0].result.as_str(), rows[0].result_dictionary.as_deref()), ("", Some(d.id.as_str())));
+        let packed = rows[0].result_zstd.clone().unwrap();
+        assert!(packed.len() < body.len() / 2, "{} bytes packed", packed.len());
+
+        // Another store on the same database (another instance, or after a restart) finds the dictionary there.
+        let other = Store::connect(&url).await.unwrap();
+        other.unpack(&mut rows).await.unwrap();
+        assert_eq!(rows[0].result, body);
+        assert_eq!((rows[0].result_dictionary.as_ref(), rows[0].result_zstd.as_ref()), (None, None));
+        assert_eq!(rows[1].result, "plain text, as rows before packing");
+        // The same content again is the same dictionary, recorded once.
+        assert_eq!(other.dictionary(&content, 2).await.unwrap().id, d.id);
+        assert_eq!(ledger_dictionary::Entity::find().all(&other.db).await.unwrap().len(), 1);
+
+        // A row naming a dictionary the database does not hold is an error, not a wrong body.
+        let mut lost = vec![transaction::Model { result_dictionary: Some("0".repeat(32)), result_zstd: Some(packed), ..row("") }];
+        assert!(other.unpack(&mut lost).await.is_err());
+    }
+}
