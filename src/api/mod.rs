@@ -47,7 +47,7 @@ pub struct AppState {
     /// Accounts' nexus as this instance's ledger batches last read it, for determining calls ahead of the batch.
     pub nexus_seen: recorder::NexusSeen,
     /// The dictionary this instance packs ledger bodies with (SQLite), once the first batch has recorded it.
-    pub ledger_dictionary: tokio::sync::OnceCell<Arc<crate::store::packing::Dictionary>>,
+    pub ledger_dictionary: tokio::sync::OnceCell<&'static crate::store::packing::Dictionary>,
 }
 
 impl AppState {

@@ -321,7 +321,7 @@ impl AppState {
             let _ = conn.checkpoint().await;
         }
         loop {
-            match self.attempt(&mut conn, jobs, plan, &mut known, dictionary.as_deref()).await {
+            match self.attempt(&mut conn, jobs, plan, &mut known, dictionary).await {
                 Ok(Some(out)) => {
                     conn.release().await;
                     return Ok(out);
@@ -339,7 +339,7 @@ impl AppState {
 
     /// One attempt at the batch: its results, or `None` (transaction left open) when it learned something that
     /// changes what to write, added to `known`.
-    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[RecordJob], plan: Plan<'_>, known: &mut Known, dictionary: Option<&Dictionary>) -> Result<Option<Vec<Answer>>, ApiError> {
+    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[RecordJob], plan: Plan<'_>, known: &mut Known, dictionary: Option<&'static Dictionary>) -> Result<Option<Vec<Answer>>, ApiError> {
         let Plan { live, counted, bursting, mut slots, news, payments, hits, first, usage, owners_at, nexus_at, external, vendor, revenue_at } = plan;
         let backend = conn.backend();
         let answers = conn.run(first).await.map_err(StoreError::from)?;
@@ -526,10 +526,7 @@ impl AppState {
         }
         // The rows, packed where the store packs bodies (their text is in the outcomes already).
         if let Some(d) = dictionary {
-            let mut packer = d.packer()?;
-            for row in &mut rows {
-                packer.pack(row)?;
-            }
+            d.pack(&mut rows)?;
         }
         second.add_all(Store::insert_transactions_sql(backend, &rows));
         second.commit();
@@ -539,13 +536,16 @@ impl AppState {
 
     /// The dictionary this instance packs ledger bodies with (recorded in the database on first use), where the
     /// store packs them.
-    pub async fn ledger_dictionary(&self) -> Result<Option<Arc<Dictionary>>, ApiError> {
+    pub async fn ledger_dictionary(&self) -> Result<Option<&'static Dictionary>, ApiError> {
         if !self.store.packs() {
             return Ok(None);
         }
+        if let Some(d) = self.ledger_dictionary.get() {
+            return Ok(Some(*d));
+        }
         let content = samples::dictionary(&self.registry);
         let d = self.ledger_dictionary.get_or_try_init(|| self.store.dictionary(&content, self.clock.now_ms())).await?;
-        Ok(Some(d.clone()))
+        Ok(Some(*d))
     }
 
     /// The account's nexus as the engine takes it: `None` until the account has configured any.

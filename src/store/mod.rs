@@ -132,8 +132,6 @@ pub struct Store {
     pub counter_batches: std::sync::Arc<limits::CounterBatches>,
     /// A SQLite file's log checkpoints, made in the background (see `wal`).
     pub checkpoints: Option<std::sync::Arc<wal::Checkpoints>>,
-    /// The dictionaries of packed ledger bodies this process has used (see `packing`).
-    pub dictionaries: std::sync::Arc<packing::Dictionaries>,
 }
 
 impl Store {
@@ -190,7 +188,7 @@ impl Store {
             None => db.clone(),
         };
         let checkpoints = log.map(|log| std::sync::Arc::new(wal::Checkpoints::start(db.clone(), log)));
-        Ok(Store { db, writer, leases: Default::default(), counter_batches: std::sync::Arc::new(group::Group::new(256, 1)), checkpoints, dictionaries: Default::default() })
+        Ok(Store { db, writer, leases: Default::default(), counter_batches: std::sync::Arc::new(group::Group::new(256, 1)), checkpoints })
     }
 
     pub fn backend(&self) -> DbBackend {

@@ -15,7 +15,7 @@
 //! PostgreSQL keeps bodies as text: it compresses long values itself (TOAST), and the text stays queryable.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Mutex, OnceLock};
 
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, Set};
@@ -31,22 +31,52 @@ const LEVEL: i32 = 1;
 /// The longest body unpacked (a body is a few kilobytes; anything longer is corrupt).
 const MAX_BODY: usize = 16 << 20;
 
-/// A dictionary, ready to pack and unpack with.
+/// A dictionary, ready to pack and unpack with. Dictionaries are built once per process and kept for its life
+/// ([`Dictionary::of`]): a process meets one per rule-set version, and its compressor, reused from batch to
+/// batch, borrows it.
 pub struct Dictionary {
     pub id: String,
     encoder: EncoderDictionary<'static>,
     decoder: DecoderDictionary<'static>,
+    /// The batches' compressor (one batch packs at a time per instance; the lock only guards against more).
+    compressor: OnceLock<Mutex<Compressor<'static>>>,
 }
 
 impl Dictionary {
-    pub fn new(content: &[u8]) -> Dictionary {
-        Dictionary { id: dictionary_id(content), encoder: EncoderDictionary::copy(content, LEVEL), decoder: DecoderDictionary::copy(content) }
+    /// The dictionary with this content, built on first use.
+    pub fn of(content: &[u8]) -> &'static Dictionary {
+        let id = dictionary_id(content);
+        let mut known = known().lock().unwrap_or_else(|e| e.into_inner());
+        known.entry(id.clone()).or_insert_with(|| {
+            let d = Dictionary { id, encoder: EncoderDictionary::copy(content, LEVEL), decoder: DecoderDictionary::copy(content), compressor: OnceLock::new() };
+            Box::leak(Box::new(d))
+        })
     }
 
-    /// A packer for one batch's bodies.
-    pub fn packer(&self) -> Result<Packer<'_>, StoreError> {
-        let compressor = Compressor::with_prepared_dictionary(&self.encoder).map_err(packing_error)?;
-        Ok(Packer { id: &self.id, compressor })
+    /// The dictionary with this id, if this process has built it.
+    fn built(id: &str) -> Option<&'static Dictionary> {
+        known().lock().unwrap_or_else(|e| e.into_inner()).get(id).copied()
+    }
+
+    fn compressor(&'static self) -> Result<&'static Mutex<Compressor<'static>>, StoreError> {
+        if self.compressor.get().is_none() {
+            let c = Compressor::with_prepared_dictionary(&self.encoder).map_err(packing_error)?;
+            let _ = self.compressor.set(Mutex::new(c));
+        }
+        self.compressor.get().ok_or_else(|| StoreError::Other("no compressor".into()))
+    }
+
+    /// Moves each row's body into its packed columns (`result` left empty).
+    pub fn pack(&'static self, rows: &mut [transaction::Model]) -> Result<(), StoreError> {
+        let mut compressor = self.compressor()?.lock().unwrap_or_else(|e| e.into_inner());
+        for row in rows {
+            let mut packed = compressor.compress(row.result.as_bytes()).map_err(packing_error)?;
+            packed.shrink_to_fit();
+            row.result_zstd = Some(packed);
+            row.result_dictionary = Some(self.id.clone());
+            row.result = String::new();
+        }
+        Ok(())
     }
 
     fn unpack(&self, packed: &[u8]) -> Result<String, StoreError> {
@@ -56,19 +86,9 @@ impl Dictionary {
     }
 }
 
-pub struct Packer<'d> {
-    id: &'d str,
-    compressor: Compressor<'d>,
-}
-
-impl Packer<'_> {
-    /// Moves the row's body into its packed columns (`result` left empty).
-    pub fn pack(&mut self, row: &mut transaction::Model) -> Result<(), StoreError> {
-        row.result_zstd = Some(self.compressor.compress(row.result.as_bytes()).map_err(packing_error)?);
-        row.result_dictionary = Some(self.id.to_string());
-        row.result = String::new();
-        Ok(())
-    }
+fn known() -> &'static Mutex<HashMap<String, &'static Dictionary>> {
+    static KNOWN: OnceLock<Mutex<HashMap<String, &'static Dictionary>>> = OnceLock::new();
+    KNOWN.get_or_init(Default::default)
 }
 
 fn dictionary_id(content: &[u8]) -> String {
@@ -79,20 +99,6 @@ fn packing_error(e: std::io::Error) -> StoreError {
     StoreError::Other(format!("packing a calculation: {e}"))
 }
 
-/// The dictionaries this process has used, by id.
-#[derive(Default)]
-pub struct Dictionaries(Mutex<HashMap<String, Arc<Dictionary>>>);
-
-impl Dictionaries {
-    fn get(&self, id: &str) -> Option<Arc<Dictionary>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned()
-    }
-
-    fn put(&self, d: Arc<Dictionary>) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(d.id.clone(), d);
-    }
-}
-
 impl Store {
     /// Whether this store packs calculate bodies (SQLite).
     pub fn packs(&self) -> bool {
@@ -101,33 +107,28 @@ impl Store {
 
     /// The dictionary with this content, recorded in the database if no instance has yet. Call it before
     /// holding a writer transaction (it writes).
-    pub async fn dictionary(&self, content: &[u8], now_ms: i64) -> Result<Arc<Dictionary>, StoreError> {
-        if let Some(d) = self.dictionaries.get(&dictionary_id(content)) {
-            return Ok(d);
-        }
-        let d = Arc::new(Dictionary::new(content));
+    pub async fn dictionary(&self, content: &[u8], now_ms: i64) -> Result<&'static Dictionary, StoreError> {
+        let d = Dictionary::of(content);
         let row = ledger_dictionary::ActiveModel { id: Set(d.id.clone()), created_at: Set(now_ms), content: Set(content.to_vec()) };
         let insert = ledger_dictionary::Entity::insert(row).on_conflict(OnConflict::column(ledger_dictionary::Column::Id).do_nothing().to_owned());
         insert.exec_without_returning(&self.writer).await?;
-        self.dictionaries.put(d.clone());
         Ok(d)
     }
 
-    /// Gives every packed row its body back as text in `result`.
+    /// Gives every packed row its body back as text in `result`, reading the dictionaries it names from the
+    /// database (once per process).
     pub async fn unpack(&self, rows: &mut [transaction::Model]) -> Result<(), StoreError> {
         for row in rows.iter_mut() {
             let (Some(packed), Some(id)) = (row.result_zstd.take(), row.result_dictionary.take()) else { continue };
-            let d = match self.dictionaries.get(&id) {
+            let d = match Dictionary::built(&id) {
                 Some(d) => d,
                 None => {
-                    let found = ledger_dictionary::Entity::find_by_id(id.clone()).one(&self.db).await?;
-                    let content = found.ok_or_else(|| StoreError::Other(format!("ledger dictionary {id} not found")))?.content;
-                    let d = Arc::new(Dictionary::new(&content));
-                    if d.id != id {
+                    let stored = ledger_dictionary::Entity::find_by_id(id.clone()).one(&self.db).await?;
+                    let content = stored.ok_or_else(|| StoreError::Other(format!("ledger dictionary {id} not found")))?.content;
+                    if dictionary_id(&content) != id {
                         return Err(StoreError::Other(format!("ledger dictionary {id} does not match its content")));
                     }
-                    self.dictionaries.put(d.clone());
-                    d
+                    Dictionary::of(&content)
                 }
             };
             row.result = d.unpack(&packed)?;
@@ -174,23 +175,38 @@ mod tests {
         assert_eq!(d.id, hex::encode(&Sha256::digest(&content)[..16]));
         let body = r#"{"success":true,"jurisdiction":"Austin, TX","source":"Tex. Tax Code \u00a7151.051(b)","total_tax":6.63,"note":"é ✓"}"#;
         let mut rows = vec![row(body), row("plain text, as rows before packing")];
-        d.packer().unwrap().pack(&mut rows[0]).unwrap();
+        d.pack(&mut rows[..1]).unwrap();
         assert_eq!((rows[0].result.as_str(), rows[0].result_dictionary.as_deref()), ("", Some(d.id.as_str())));
         let packed = rows[0].result_zstd.clone().unwrap();
         assert!(packed.len() < body.len() / 2, "{} bytes packed", packed.len());
-
-        // Another store on the same database (another instance, or after a restart) finds the dictionary there.
-        let other = Store::connect(&url).await.unwrap();
-        other.unpack(&mut rows).await.unwrap();
+        store.unpack(&mut rows).await.unwrap();
         assert_eq!(rows[0].result, body);
         assert_eq!((rows[0].result_dictionary.as_ref(), rows[0].result_zstd.as_ref()), (None, None));
         assert_eq!(rows[1].result, "plain text, as rows before packing");
         // The same content again is the same dictionary, recorded once.
-        assert_eq!(other.dictionary(&content, 2).await.unwrap().id, d.id);
-        assert_eq!(ledger_dictionary::Entity::find().all(&other.db).await.unwrap().len(), 1);
+        assert_eq!(store.dictionary(&content, 2).await.unwrap().id, d.id);
+        assert_eq!(ledger_dictionary::Entity::find().all(&store.db).await.unwrap().len(), 1);
 
-        // A row naming a dictionary the database does not hold is an error, not a wrong body.
-        let mut lost = vec![transaction::Model { result_dictionary: Some("0".repeat(32)), result_zstd: Some(packed), ..row("") }];
-        assert!(other.unpack(&mut lost).await.is_err());
+        // A row packed by another process, with a dictionary this one never built: read from the database.
+        let theirs = b"a dictionary another instance recorded: Wash. Rev. Code 82.04.050 digital automated services".repeat(3);
+        let encoder = EncoderDictionary::copy(&theirs, LEVEL);
+        let text = "Wash. Rev. Code 82.04.050 digital automated services, taxed";
+        let packed = Compressor::with_prepared_dictionary(&encoder).unwrap().compress(text.as_bytes()).unwrap();
+        let id = dictionary_id(&theirs);
+        assert!(Dictionary::built(&id).is_none());
+        let stored = ledger_dictionary::ActiveModel { id: Set(id.clone()), created_at: Set(3), content: Set(theirs.clone()) };
+        ledger_dictionary::Entity::insert(stored).exec_without_returning(&store.db).await.unwrap();
+        let mut rows = vec![transaction::Model { result_dictionary: Some(id.clone()), result_zstd: Some(packed.clone()), ..row("") }];
+        store.unpack(&mut rows).await.unwrap();
+        assert_eq!(rows[0].result, text);
+
+        // A row naming a dictionary the database does not hold, or one whose content does not hash to its id, is
+        // an error, not a wrong body.
+        let mut lost = vec![transaction::Model { result_dictionary: Some("0".repeat(32)), result_zstd: Some(packed.clone()), ..row("") }];
+        assert!(store.unpack(&mut lost).await.is_err());
+        let forged = ledger_dictionary::ActiveModel { id: Set("f".repeat(32)), created_at: Set(4), content: Set(theirs) };
+        ledger_dictionary::Entity::insert(forged).exec_without_returning(&store.db).await.unwrap();
+        let mut forged = vec![transaction::Model { result_dictionary: Some("f".repeat(32)), result_zstd: Some(packed), ..row("") }];
+        assert!(store.unpack(&mut forged).await.is_err());
     }
 }
