@@ -81,7 +81,9 @@ impl Dictionary {
 
     fn unpack(&self, packed: &[u8]) -> Result<String, StoreError> {
         let mut d = Decompressor::with_prepared_dictionary(&self.decoder).map_err(packing_error)?;
-        let bytes = d.decompress(packed, MAX_BODY).map_err(packing_error)?;
+        // The frame records the body's length (a packer writes it); the buffer is that long, not the bound.
+        let size = zstd::zstd_safe::get_frame_content_size(packed).ok().flatten().map_or(MAX_BODY, |n| usize::try_from(n).unwrap_or(MAX_BODY).min(MAX_BODY));
+        let bytes = d.decompress(packed, size).map_err(packing_error)?;
         String::from_utf8(bytes).map_err(|e| StoreError::Other(format!("a packed calculation is not UTF-8: {e}")))
     }
 }
