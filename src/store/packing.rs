@@ -81,13 +81,16 @@ impl Dictionary {
         Ok(())
     }
 
-    fn unpack(&self, packed: &[u8]) -> Result<String, StoreError> {
-        let mut d = Decompressor::with_prepared_dictionary(&self.decoder).map_err(packing_error)?;
-        // The frame records the body's length (a packer writes it); the buffer is that long, not the bound.
-        let size = zstd::zstd_safe::get_frame_content_size(packed).ok().flatten().map_or(MAX_BODY, |n| usize::try_from(n).unwrap_or(MAX_BODY).min(MAX_BODY));
-        let bytes = d.decompress(packed, size).map_err(packing_error)?;
-        String::from_utf8(bytes).map_err(|e| StoreError::Other(format!("a packed calculation is not UTF-8: {e}")))
+    fn decompressor(&'static self) -> Result<Decompressor<'static>, StoreError> {
+        Decompressor::with_prepared_dictionary(&self.decoder).map_err(packing_error)
     }
+}
+
+fn unpacked(d: &mut Decompressor<'_>, packed: &[u8]) -> Result<String, StoreError> {
+    // The frame records the body's length (a packer writes it); the buffer is that long, not the bound.
+    let size = zstd::zstd_safe::get_frame_content_size(packed).ok().flatten().map_or(MAX_BODY, |n| usize::try_from(n).unwrap_or(MAX_BODY).min(MAX_BODY));
+    let bytes = d.decompress(packed, size).map_err(packing_error)?;
+    String::from_utf8(bytes).map_err(|e| StoreError::Other(format!("a packed calculation is not UTF-8: {e}")))
 }
 
 fn known() -> &'static Mutex<HashMap<String, &'static Dictionary>> {
@@ -122,8 +125,18 @@ impl Store {
     /// Gives every packed row its body back as text in `result`, reading the dictionaries it names from the
     /// database (once per process).
     pub async fn unpack(&self, rows: &mut [transaction::Model]) -> Result<(), StoreError> {
+        // One decompressor per dictionary for all the rows.
+        let mut decompressors: HashMap<String, Decompressor<'static>> = HashMap::new();
         for row in rows.iter_mut() {
-            let (Some(packed), Some(id)) = (row.result_zstd.take(), row.result_dictionary.take()) else { continue };
+            let (packed, id) = match (row.result_zstd.take(), row.result_dictionary.take()) {
+                (None, _) => continue,
+                (Some(packed), Some(id)) => (packed, id),
+                (Some(_), None) => return Err(StoreError::Other(format!("ledger row {} is packed without a dictionary", row.id))),
+            };
+            if let Some(d) = decompressors.get_mut(&id) {
+                row.result = unpacked(d, &packed)?;
+                continue;
+            }
             let d = match Dictionary::built(&id) {
                 Some(d) => d,
                 None => {
@@ -135,7 +148,9 @@ impl Store {
                     Dictionary::of(&content)
                 }
             };
-            row.result = d.unpack(&packed)?;
+            let mut decompressor = d.decompressor()?;
+            row.result = unpacked(&mut decompressor, &packed)?;
+            decompressors.insert(id, decompressor);
         }
         Ok(())
     }
@@ -210,7 +225,9 @@ mod tests {
         assert!(store.unpack(&mut lost).await.is_err());
         let forged = ledger_dictionary::ActiveModel { id: Set("f".repeat(32)), created_at: Set(4), content: Set(theirs) };
         ledger_dictionary::Entity::insert(forged).exec_without_returning(&store.db).await.unwrap();
-        let mut forged = vec![transaction::Model { result_dictionary: Some("f".repeat(32)), result_zstd: Some(packed), ..row("") }];
+        let mut forged = vec![transaction::Model { result_dictionary: Some("f".repeat(32)), result_zstd: Some(packed.clone()), ..row("") }];
         assert!(store.unpack(&mut forged).await.is_err());
+        let mut unnamed = vec![transaction::Model { result_zstd: Some(packed), ..row("") }];
+        assert!(store.unpack(&mut unnamed).await.is_err());
     }
 }
