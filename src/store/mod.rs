@@ -49,7 +49,7 @@ fn is_connection_error(e: &sea_orm::sqlx::Error) -> bool {
     matches!(e, E::Io(_) | E::PoolTimedOut | E::PoolClosed | E::WorkerCrashed | E::Tls(_))
 }
 
-/// Rows per multi-row statement: 500 rows of the widest table (14 columns) bind 7,000 parameters, within
+/// Rows per multi-row statement: 500 rows of the widest table (transactions, 16 columns) bind 8,000 parameters, within
 /// SQLite's 32,766 and PostgreSQL's 65,535 (scripts on PostgreSQL write their values into the text instead).
 pub const ROWS_PER_STATEMENT: usize = 500;
 
