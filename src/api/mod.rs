@@ -46,7 +46,7 @@ pub struct AppState {
     pub keys: auth::KeyCache,
     /// Accounts' nexus as this instance's ledger batches last read it, for determining calls ahead of the batch.
     pub nexus_seen: recorder::NexusSeen,
-    /// The dictionary this instance packs ledger bodies with (SQLite), once recorded: at start-up, or by the first
+    /// The dictionary this instance packs ledger bodies with, once recorded: at start-up, or by the first
     /// batch should that have failed (or the state not come from `serve`).
     pub ledger_dictionary: tokio::sync::OnceCell<&'static crate::store::packing::Dictionary>,
 }

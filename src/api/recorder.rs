@@ -339,7 +339,7 @@ impl AppState {
 
     /// One attempt at the batch: its results, or `None` (transaction left open) when it learned something that
     /// changes what to write, added to `known`.
-    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[RecordJob], plan: Plan<'_>, known: &mut Known, dictionary: Option<&'static Dictionary>) -> Result<Option<Vec<Answer>>, ApiError> {
+    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[RecordJob], plan: Plan<'_>, known: &mut Known, dictionary: &'static Dictionary) -> Result<Option<Vec<Answer>>, ApiError> {
         let Plan { live, counted, bursting, mut slots, news, payments, hits, first, usage, owners_at, nexus_at, external, vendor, revenue_at } = plan;
         let backend = conn.backend();
         let answers = conn.run(first).await.map_err(StoreError::from)?;
@@ -524,28 +524,21 @@ impl AppState {
             }
             out.push(Answer { result: Ok(Recorded { entries, response }), burst });
         }
-        // The rows, packed where the store packs bodies (their text is in the outcomes already).
-        if let Some(d) = dictionary {
-            d.pack(&mut rows)?;
-        }
+        // The rows, packed (their text is in the outcomes already).
+        dictionary.pack(&mut rows)?;
         second.add_all(Store::insert_transactions_sql(backend, &rows));
         second.commit();
         conn.run(second).await.map_err(StoreError::from)?;
         Ok(Some(out))
     }
 
-    /// The dictionary this instance packs ledger bodies with (recorded in the database on first use), where the
-    /// store packs them.
-    pub async fn ledger_dictionary(&self) -> Result<Option<&'static Dictionary>, ApiError> {
-        if !self.store.packs() {
-            return Ok(None);
-        }
+    /// The dictionary this instance packs ledger bodies with (recorded in the database on first use).
+    pub async fn ledger_dictionary(&self) -> Result<&'static Dictionary, ApiError> {
         if let Some(d) = self.ledger_dictionary.get() {
-            return Ok(Some(*d));
+            return Ok(*d);
         }
         let content = samples::dictionary(&self.registry);
-        let d = self.ledger_dictionary.get_or_try_init(|| self.store.dictionary(&content, self.clock.now_ms())).await?;
-        Ok(Some(*d))
+        Ok(*self.ledger_dictionary.get_or_try_init(|| self.store.dictionary(&content, self.clock.now_ms())).await?)
     }
 
     /// The account's nexus as the engine takes it: `None` until the account has configured any.

@@ -1,24 +1,26 @@
-//! Calculate bodies stored packed in the SQLite ledger: zstd-compressed against a dictionary of typical bodies
+//! Calculate bodies stored packed in the ledger: zstd-compressed against a dictionary of typical bodies
 //! (`engine::samples`).
 //!
 //! A body is about 4.5 KB of JSON, most of it text every answer for its state and category repeats. Written as
-//! text, each ledger row took an overflow page of its own, and writing those pages (the log, then the database
-//! file) was the largest part of a keyed call's share of the one-at-a-time ledger batch. Packed against the
-//! dictionary a body takes a few hundred bytes, and several rows share a page.
+//! text, each ledger row took an overflow page of its own on SQLite, and writing those pages (the log, then the
+//! database file) was the largest part of a keyed call's share of the one-at-a-time ledger batch. PostgreSQL
+//! parsed each body as a literal of the batch's script, compressed it again itself (TOAST) and logged it: keyed
+//! calls went from about 3,600 to 5,100-5,700 per second once bodies were packed there too (benches/load.sh's
+//! keyed run, 64 connections, 2 alternated pairs). Packed against the dictionary a body takes a few hundred
+//! bytes, and several rows share a page.
 //!
 //! A packed row keeps `result` empty and names its dictionary in `result_dictionary`; the dictionaries live in
 //! `ledger_dictionaries` under the hash of their content, so every instance with the same rules writes and finds
 //! the same one, and a row stays readable after the rules (and so the dictionary new rows use) change. Rows
 //! written before packing existed keep their text, and read as they are. The store's readers give every row its
-//! text back ([`Store::unpack`]) before anything else sees it.
-//!
-//! PostgreSQL keeps bodies as text: it compresses long values itself (TOAST), and the text stays queryable.
+//! text back ([`Store::unpack`]) before anything else sees it; in the database a packed body is a blob, which
+//! SQL alone cannot read (the API's reads, and `levy`'s, can).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use sea_orm::sea_query::OnConflict;
-use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, Set};
+use sea_orm::{EntityTrait, Set};
 use sha2::{Digest, Sha256};
 use zstd::bulk::{Compressor, Decompressor};
 use zstd::dict::{DecoderDictionary, EncoderDictionary};
@@ -107,11 +109,6 @@ fn packing_error(e: std::io::Error) -> StoreError {
 }
 
 impl Store {
-    /// Whether this store packs calculate bodies (SQLite).
-    pub fn packs(&self) -> bool {
-        self.db.get_database_backend() == DbBackend::Sqlite
-    }
-
     /// The dictionary with this content, recorded in the database if no instance has yet. Call it before
     /// holding a writer transaction (it writes).
     pub async fn dictionary(&self, content: &[u8], now_ms: i64) -> Result<&'static Dictionary, StoreError> {
@@ -187,7 +184,6 @@ mod tests {
         let url = format!("sqlite://{}/levy.db?mode=rwc", dir.path().display());
         let store = Store::connect(&url).await.unwrap();
         store.migrate().await.unwrap();
-        assert!(store.packs());
         let content = br#"{"success":true,"jurisdiction":"Austin, TX","source":"Tex. Tax Code \u00a7151.051(b)"}"#.repeat(4);
         let d = store.dictionary(&content, 1).await.unwrap();
         // The id is the content's hash: SHA-256 of it, first 16 bytes in hex.

@@ -85,3 +85,61 @@ async fn database_unreachable_is_503(app: TestApp) {
 }
 
 on_both!(envelope_for_every_failure, database_unreachable_is_503);
+
+/// PostgreSQL: connections are pinged on the way out of the pool only after a second idle (see
+/// `store::postgres_pool`), so one the server dropped while idle is replaced before a request uses it, rather
+/// than failing that request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_the_server_dropped_while_idle_are_replaced() {
+    use sea_orm::ConnectionTrait;
+    let Some(app) = TestApp::start(super::harness::Backend::Postgres).await else {
+        eprintln!("TEST_DATABASE_URL not set: PostgreSQL run skipped");
+        return;
+    };
+    let a = app.signup("idle@example.com").await;
+    app.set_nexus(&a.key, &["TX"]).await;
+    let call = json!({"amount": 10, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "c"});
+    assert_eq!(app.post("/api/v1/calculate", Some(&a.key), &call).await.status, 200);
+
+    // (Connections go back to the pool with a ping of their own, off the request's path.)
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // Every connection the instance's pool holds, taken at once (none is in use between requests), and the
+    // server's process behind each.
+    let pool = app.state.store.db.get_postgres_connection_pool();
+    let held = pool.size();
+    assert!(held >= 1);
+    let mut conns = Vec::new();
+    let mut pids = Vec::new();
+    for _ in 0..held {
+        let mut c = pool.acquire().await.unwrap();
+        let (pid,): (i32,) = sea_orm::sqlx::query_as("SELECT pg_backend_pid()").fetch_one(&mut *c).await.unwrap();
+        pids.push(pid);
+        conns.push(c);
+    }
+    drop(conns);
+    // The server ends them all, and they sit idle past the second.
+    let admin = levy::store::Store::connect(&app.db.url).await.unwrap();
+    let list = pids.iter().map(i32::to_string).collect::<Vec<_>>().join(", ");
+    let ended = admin.db.query_all(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid IN ({list})"))).await.unwrap();
+    assert_eq!(ended.len(), pids.len());
+    tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+
+    // Every request is served, on new connections.
+    let r = app.get("/api/v1/health", None).await;
+    assert_eq!((r.status, &r.json["database"]["connected"]), (200, &json!(true)), "{}", r.text);
+    assert_eq!(app.post("/api/v1/calculate", Some(&a.key), &call).await.status, 200);
+    assert_eq!(app.get("/api/v1/transactions", Some(&a.key)).await.json["transactions"].as_array().map(Vec::len), Some(2));
+    let (pid,): (i32,) = sea_orm::sqlx::query_as("SELECT pg_backend_pid()").fetch_one(pool).await.unwrap();
+    assert!(!pids.contains(&pid));
+
+    // A connection the server ends while a transaction holds it: the next statement fails as the server said
+    // (SQLSTATE 57P01), which reads as the database being unavailable (503), not as an internal error.
+    use sea_orm::TransactionTrait;
+    let txn = app.state.store.db.begin().await.unwrap();
+    let row = txn.query_one(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, "SELECT pg_backend_pid() AS pid")).await.unwrap().unwrap();
+    let pid: i32 = row.try_get("", "pid").unwrap();
+    admin.db.execute(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, format!("SELECT pg_terminate_backend({pid})"))).await.unwrap();
+    let err = txn.execute(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, "SELECT 1")).await.unwrap_err();
+    assert!(err.to_string().contains("57P01") || err.to_string().contains("administrator"), "{err}");
+    assert!(matches!(levy::store::StoreError::from(err), levy::store::StoreError::Unavailable(_)));
+}
