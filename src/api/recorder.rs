@@ -526,7 +526,7 @@ impl AppState {
         }
         // The rows, packed (their text is in the outcomes already).
         dictionary.pack(&mut rows)?;
-        second.add_all(Store::insert_transactions_sql(backend, &rows));
+        Store::write_transactions(conn, &mut second, &rows).await?;
         second.commit();
         conn.run(second).await.map_err(StoreError::from)?;
         Ok(Some(out))

@@ -17,7 +17,7 @@
 //! and JSON text escapes them). Identifiers are double-quoted, so no column name is taken for a keyword.
 //!
 //! A transaction spans scripts on one held connection ([`ScriptConn`]): the first script begins it, the last
-//! commits it. A connection dropped while its transaction is open is closed, not returned to the pool, so the
+//! commits it; statements run on their own in between ([`ScriptConn::postgres`]) are part of it. A connection dropped while its transaction is open is closed, not returned to the pool, so the
 //! database rolls the transaction back.
 
 use std::borrow::Cow;
@@ -260,6 +260,10 @@ impl<'a> Script<'a> {
         self.statements - 1
     }
 
+    pub fn backend(&self) -> DbBackend {
+        self.backend
+    }
+
     /// How many statements the script holds (the position of the next).
     pub fn statements(&self) -> usize {
         self.statements
@@ -316,6 +320,14 @@ impl ScriptConn {
 
     pub fn backend(&self) -> DbBackend {
         self.backend
+    }
+
+    /// The PostgreSQL connection, for a statement run on its own inside the transaction (`None` on SQLite).
+    pub fn postgres(&mut self) -> Option<&mut sea_orm::sqlx::PgConnection> {
+        match &mut self.conn {
+            Conn::Postgres(c) => Some(&mut **c),
+            Conn::Sqlite(_) => None,
+        }
     }
 
     /// Runs the script; a script that begins a transaction leaves it open until one commits it or
