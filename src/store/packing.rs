@@ -14,7 +14,7 @@
 //! the same one, and a row stays readable after the rules (and so the dictionary new rows use) change. Rows
 //! written before packing existed keep their text, and read as they are. The store's readers give every row its
 //! text back ([`Store::unpack`]) before anything else sees it; in the database a packed body is a blob, which
-//! SQL alone cannot read (the API's reads, and `levy`'s, can).
+//! SQL alone cannot read (every read through the store can).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
