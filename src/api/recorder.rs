@@ -10,8 +10,9 @@
 //!    the states' revenue that calculate's nexus alerts read;
 //! 2. the determinations, in memory: made and rendered before the batch in each caller's task (`Prepared`),
 //!    redone here for an account whose nexus differs from what they used, and settled with the 1099 totals;
-//! 3. metered overage; the states' monthly revenue for nexus, one upsert; the ledger rows, one insert;
-//!    calculate's Idempotency-Key responses; commit.
+//! 3. metered overage; the states' monthly revenue for nexus, one upsert; the ledger rows, one insert (on
+//!    PostgreSQL run just before the script, its values bound as arrays); calculate's Idempotency-Key
+//!    responses; commit.
 //!
 //! The first script adds every payment as if every job were served and every entry new. When its answers say
 //! otherwise (a key past its burst limit, a free account past its allowance, a revoked key, an external id already

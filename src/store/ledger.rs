@@ -8,6 +8,26 @@ use super::entity::{state_revenue, transaction, vendor_ytd};
 use super::script::{Arg, Script, ScriptConn, Sql};
 use super::{adding_upserts, inserts, Store, StoreError};
 
+/// The ledger's columns as its inserts write them, each with its PostgreSQL type as an array's element.
+const LEDGER_COLUMNS: [(&str, &str); 16] = [
+    ("id", "text"),
+    ("entity_id", "text"),
+    ("created_at", "int8"),
+    ("role", "text"),
+    ("buyer_state", "text"),
+    ("counterparty_id", "text"),
+    ("amount", "text"),
+    ("amount_micros", "int8"),
+    ("total_tax", "text"),
+    ("external_tx_id", "text"),
+    ("source", "text"),
+    ("metadata", "text"),
+    ("request", "text"),
+    ("result", "text"),
+    ("result_dictionary", "text"),
+    ("result_zstd", "bytea"),
+];
+
 #[derive(Default)]
 pub struct TransactionFilter {
     pub role: Option<String>,
@@ -92,10 +112,15 @@ impl Store {
         if rows.is_empty() {
             return Ok(());
         }
-        const INSERT: &str = r#"INSERT INTO "transactions" ("id", "entity_id", "created_at", "role", "buyer_state", "counterparty_id", "amount", "amount_micros", "total_tax", "external_tx_id", "source", "metadata", "request", "result", "result_dictionary", "result_zstd") SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int8[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bytea[])"#;
+        static INSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            let names: Vec<String> = LEDGER_COLUMNS.iter().map(|(c, _)| format!("\"{c}\"")).collect();
+            let arrays: Vec<String> = LEDGER_COLUMNS.iter().enumerate().map(|(i, (_, t))| format!("${}::{t}[]", i + 1)).collect();
+            format!(r#"INSERT INTO "transactions" ({}) SELECT * FROM unnest({})"#, names.join(", "), arrays.join(", "))
+        });
         let text = |f: fn(&transaction::Model) -> &str| rows.iter().map(f).collect::<Vec<&str>>();
         let maybe = |f: fn(&transaction::Model) -> Option<&str>| rows.iter().map(f).collect::<Vec<Option<&str>>>();
-        sea_orm::sqlx::query(INSERT)
+        // (The values in the order of `LEDGER_COLUMNS`, as `insert_transactions_sql` writes them.)
+        sea_orm::sqlx::query(INSERT.as_str())
             .bind(text(|r| &r.id))
             .bind(text(|r| &r.entity_id))
             .bind(rows.iter().map(|r| r.created_at).collect::<Vec<i64>>())
@@ -114,13 +139,13 @@ impl Store {
             .bind(rows.iter().map(|r| r.result_zstd.as_deref()).collect::<Vec<Option<&[u8]>>>())
             .execute(pg)
             .await
-            .map_err(|e| StoreError::from(sea_orm::DbErr::Exec(sea_orm::RuntimeErr::SqlxError(e))))?;
+            .map_err(super::script::sqlx_err)?;
         Ok(())
     }
 
     /// The inserts of ledger rows, one per `ROWS_PER_STATEMENT`.
     pub fn insert_transactions_sql(backend: DbBackend, rows: &[transaction::Model]) -> Vec<Sql<'_>> {
-        let columns = ["id", "entity_id", "created_at", "role", "buyer_state", "counterparty_id", "amount", "amount_micros", "total_tax", "external_tx_id", "source", "metadata", "request", "result", "result_dictionary", "result_zstd"];
+        let columns = LEDGER_COLUMNS.map(|(c, _)| c);
         let values = rows
             .iter()
             .map(|r| -> [Arg; 16] {

@@ -200,20 +200,18 @@ impl Store {
             std::path::PathBuf::from(log)
         });
         let sqlite = url.starts_with("sqlite");
+        // SQLite's pools (PostgreSQL's is `postgres_pool`).
         let options = |max_connections: u32, autocheckpoint: u32| {
             let mut opt = ConnectOptions::new(url.to_string());
             opt.max_connections(max_connections)
                 .min_connections(0)
                 .connect_timeout(Duration::from_secs(3))
-                .acquire_timeout(Duration::from_secs(if sqlite && max_connections == 1 { 10 } else { 3 }))
+                .acquire_timeout(Duration::from_secs(if max_connections == 1 { 10 } else { 3 }))
                 .connect_lazy(true)
                 // A SQLite file cannot drop a connection the way a server can; skipping the ping on every
                 // acquire saves a round trip to the connection's worker thread per query.
                 .test_before_acquire(false)
                 .sqlx_logging(false);
-            if let Some(schema) = schema {
-                opt.set_schema_search_path(schema);
-            }
             // WAL with synchronous=NORMAL: commits append to the log without an fsync each (the database
             // cannot be corrupted; a power cut may lose the last commits). Writers queue on busy_timeout.
             opt.map_sqlx_sqlite_opts(move |o| {

@@ -17,8 +17,9 @@
 //! and JSON text escapes them). Identifiers are double-quoted, so no column name is taken for a keyword.
 //!
 //! A transaction spans scripts on one held connection ([`ScriptConn`]): the first script begins it, the last
-//! commits it; statements run on their own in between ([`ScriptConn::postgres`]) are part of it. A connection dropped while its transaction is open is closed, not returned to the pool, so the
-//! database rolls the transaction back.
+//! commits it; statements run on their own in between ([`ScriptConn::postgres`]) are part of it. A connection
+//! dropped while its transaction is open is closed, not returned to the pool, so the database rolls the
+//! transaction back.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -303,7 +304,7 @@ pub struct ScriptConn {
     open: bool,
 }
 
-fn sqlx_err(e: sea_orm::sqlx::Error) -> DbErr {
+pub(super) fn sqlx_err(e: sea_orm::sqlx::Error) -> DbErr {
     DbErr::Query(RuntimeErr::SqlxError(e))
 }
 

@@ -27,7 +27,7 @@ pub struct Model {
     pub result: String,
     /// The dictionary a packed body was compressed against (`ledger_dictionaries`).
     pub result_dictionary: Option<String>,
-    /// SQLite: the body, zstd-compressed against that dictionary (see `store::packing`).
+    /// The body, zstd-compressed against that dictionary (see `store::packing`).
     pub result_zstd: Option<Vec<u8>>,
 }
 
