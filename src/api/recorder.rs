@@ -46,7 +46,7 @@ use crate::rules::registry::Registry;
 use crate::rules::schema::state_index;
 use crate::security::new_ordered_id;
 use crate::store::entity::{counter, entity, nexus_state, state_revenue, transaction, vendor_ytd};
-use crate::store::group::Group;
+use crate::store::group::{Group, Replies};
 use crate::store::ledger::{Payment, Sale};
 use crate::store::limits::CounterHit;
 use crate::store::packing::Dictionary;
@@ -287,9 +287,9 @@ impl AppState {
         let (state, now_ms) = (self.clone(), job.now_ms);
         let applied = self
             .recorder
-            .submit(job, move |jobs| {
+            .submit(job, move |jobs, replies| {
                 let state = state.clone();
-                async move { state.apply(jobs).await }
+                async move { state.apply(jobs, replies).await }
             })
             .await;
         let answer = applied.unwrap_or_else(|| Answer::failed(ApiError::internal("the ledger batch failed")));
@@ -299,15 +299,20 @@ impl AppState {
         answer.result
     }
 
-    async fn apply(&self, jobs: Vec<RecordJob>) -> Vec<Answer> {
+    /// Writes a batch and answers its callers once it is committed, before the writer connection goes back to its
+    /// pool (on SQLite that is one more hand-off to the connection's thread, which the callers need not wait for).
+    async fn apply(&self, jobs: Vec<RecordJob>, replies: Replies<Answer>) {
         match self.write_batch(&jobs).await {
-            Ok(out) => out,
-            Err(e) => jobs.iter().map(|_| Answer::failed(e.clone())).collect(),
+            Ok((out, conn)) => {
+                replies.send(out);
+                conn.release().await;
+            }
+            Err(e) => replies.send(jobs.iter().map(|_| Answer::failed(e.clone())).collect()),
         }
     }
 
-    /// One transaction for the jobs; an answer per job, in order.
-    async fn write_batch(&self, jobs: &[RecordJob]) -> Result<Vec<Answer>, ApiError> {
+    /// One transaction for the jobs: an answer per job, in order, and the connection it committed on.
+    async fn write_batch(&self, jobs: &[RecordJob]) -> Result<(Vec<Answer>, ScriptConn), ApiError> {
         let backend = self.store.writer.get_database_backend();
         let mut known = Known::default();
         // (Script 1 of the first attempt is written before the connection is taken: on SQLite the other writers
@@ -323,10 +328,7 @@ impl AppState {
         }
         loop {
             match self.attempt(&mut conn, jobs, plan, &mut known, dictionary).await {
-                Ok(Some(out)) => {
-                    conn.release().await;
-                    return Ok(out);
-                }
+                Ok(Some(out)) => return Ok((out, conn)),
                 Ok(None) => conn.rollback().await.map_err(StoreError::from)?,
                 Err(e) => {
                     // (If the rollback fails too, dropping the connection closes it, which rolls back.)

@@ -3,8 +3,16 @@
 use sea_orm::{ColumnTrait, DbBackend, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder, QueryResult, QuerySelect, TransactionTrait};
 
 use super::entity::{agent, api_key, entity, session, transaction};
-use super::script::Sql;
+use super::prepared::Query;
+use super::script::{Execute, Sql};
 use super::{Store, StoreError};
+
+/// [`Store::key_owners_sql`] prepared.
+pub const KEY_OWNERS: Query = Query {
+    name: "levy_key_owners",
+    params: "(text[])",
+    body: r#"SELECT "k"."id" AS "key_id", "e".* FROM "api_keys" AS "k" JOIN "entities" AS "e" ON "e"."id" = "k"."entity_id" WHERE "k"."id" = ANY($1) AND "k"."revoked_at" IS NULL"#,
+};
 
 /// Who a valid API key belongs to.
 #[derive(Clone, Debug)]
@@ -49,6 +57,7 @@ impl Store {
         let mut sql = Sql::new(backend);
         sql.push(r#"SELECT "k"."id" AS "key_id", "e".* FROM "api_keys" AS "k" JOIN "entities" AS "e" ON "e"."id" = "k"."entity_id" WHERE "k"."id""#);
         sql.in_list(key_ids.iter().copied()).push(r#" AND "k"."revoked_at" IS NULL"#);
+        sql.prepared(|| Execute::new(KEY_OWNERS.name).array(key_ids.iter().copied(), "text"));
         sql
     }
 

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect};
 
 use super::entity::{state_revenue, transaction, vendor_ytd};
-use super::script::{Arg, Script, ScriptConn, Sql};
+use super::prepared::{Query, Upsert};
+use super::script::{Arg, Execute, Script, ScriptConn, Sql};
 use super::{adding_upserts, inserts, Store, StoreError};
 
 /// The ledger's columns as its inserts write them, each with its PostgreSQL type as an array's element.
@@ -27,6 +28,27 @@ const LEDGER_COLUMNS: [(&str, &str); 16] = [
     ("result_dictionary", "text"),
     ("result_zstd", "bytea"),
 ];
+
+/// The 1099 totals: per (account, counterparty, tax year), the payments' sum and count; returned as stored.
+pub const VENDOR_YTD: Upsert = Upsert {
+    table: "vendor_ytd",
+    columns: &[("entity_id", "text"), ("counterparty_id", "text"), ("tax_year", "int4"), ("total_micros", "int8"), ("payments", "int8")],
+    keys: 3,
+    added: 2,
+    returning: true,
+};
+
+/// The revenue nexus counts: per (account, state, month), the sales' sum and count.
+pub const STATE_REVENUE: Upsert = Upsert {
+    table: "state_revenue",
+    columns: &[("entity_id", "text"), ("state", "text"), ("month", "int4"), ("sales_micros", "int8"), ("tx_count", "int8")],
+    keys: 3,
+    added: 2,
+    returning: false,
+};
+
+/// [`Store::state_revenue_sql`] prepared.
+pub const STATE_REVENUE_FROM: Query = Query { name: "levy_state_revenue_from", params: "(text[], int4)", body: r#"SELECT * FROM "state_revenue" WHERE "entity_id" = ANY($1) AND "month" >= $2"# };
 
 #[derive(Default)]
 pub struct TransactionFilter {
@@ -69,7 +91,7 @@ impl Store {
     pub fn add_vendor_payments_sql<'a>(backend: DbBackend, payments: &[Payment<'a>]) -> Vec<Sql<'a>> {
         let sums = super::sums_per_key(payments.iter().map(|p| ((p.entity_id, p.counterparty_id, p.tax_year), p.micros)));
         let rows = sums.into_iter().map(|((entity_id, counterparty_id, tax_year), (micros, n))| [entity_id.into(), counterparty_id.into(), tax_year.into(), micros.into(), n.into()]).collect();
-        adding_upserts(backend, "vendor_ytd", ["entity_id", "counterparty_id", "tax_year", "total_micros", "payments"], 3, 2, rows, true)
+        adding_upserts(backend, &VENDOR_YTD, rows)
     }
 
     /// For each payment in the order given, the counterparty's total before it (micro-dollars), from the totals
@@ -85,7 +107,7 @@ impl Store {
     pub fn add_state_revenues_sql<'a>(backend: DbBackend, sales: &[Sale<'a>]) -> Vec<Sql<'a>> {
         let sums = super::sums_per_key(sales.iter().map(|s| ((s.entity_id, s.state, s.month), s.micros)));
         let rows = sums.into_iter().map(|((entity_id, state, month), (micros, n))| [entity_id.into(), state.into(), month.into(), micros.into(), n.into()]).collect();
-        adding_upserts(backend, "state_revenue", ["entity_id", "state", "month", "sales_micros", "tx_count"], 3, 2, rows, false)
+        adding_upserts(backend, &STATE_REVENUE, rows)
     }
 
     /// Monthly revenue buckets of these accounts from `from_month` (yyyymm) on.
@@ -96,6 +118,7 @@ impl Store {
     pub fn state_revenue_sql<'a>(backend: DbBackend, entity_ids: &[&'a str], from_month: i32) -> Sql<'a> {
         let mut sql = Sql::new(backend);
         sql.push(r#"SELECT * FROM "state_revenue" WHERE "entity_id""#).in_list(entity_ids.iter().copied()).push(r#" AND "month" >= "#).arg(from_month);
+        sql.prepared(|| Execute::new(STATE_REVENUE_FROM.name).array(entity_ids.iter().copied(), "text").arg(from_month));
         sql
     }
 

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, QueryFilter};
 
 use super::entity::counter::{self, Column};
+use super::prepared::Upsert;
 use super::script::Sql;
 use super::{Store, StoreError};
 
@@ -88,6 +89,9 @@ pub fn lease_size(remaining: i64) -> i64 {
     if remaining > EXACT_TAIL { ((remaining - EXACT_TAIL) / 4).clamp(1, MAX_LEASE) } else { 1 }
 }
 
+/// The limiter's windows: a count added per (name, window start); returned as stored.
+pub const COUNTERS: Upsert = Upsert { table: "counters", columns: &[("name", "text"), ("window_start", "int8"), ("count", "int8"), ("expires_at", "int8")], keys: 2, added: 1, returning: true };
+
 impl Store {
     /// The next unit of counter `name` in the window starting at `window_start` (1 for the first call of the
     /// window): handed out from this process's lease, or reserved in the database. A unit above `limit`
@@ -116,13 +120,13 @@ impl Store {
         let hit = CounterHit { name: name.to_string(), window_start, expires_at, n };
         let applied = self
             .counter_batches
-            .submit(hit, move |hits| {
+            .submit(hit, move |hits, replies| {
                 let store = store.clone();
                 async move {
-                    match Store::hit_counters(&store.writer, &hits).await {
+                    replies.send(match Store::hit_counters(&store.writer, &hits).await {
                         Ok(counts) => counts.into_iter().map(Ok).collect(),
                         Err(e) => hits.iter().map(|_| Err(e.clone())).collect(),
-                    }
+                    });
                 }
             })
             .await;
@@ -148,7 +152,7 @@ impl Store {
             e.0 += h.n;
         }
         let rows = sums.into_iter().map(|((name, window_start), (n, expires_at))| [name.to_string().into(), window_start.into(), n.into(), expires_at.into()]).collect();
-        super::adding_upserts(backend, "counters", ["name", "window_start", "count", "expires_at"], 2, 1, rows, true)
+        super::adding_upserts(backend, &COUNTERS, rows)
     }
 
     /// For each hit in the order given, the count just after it, from the windows the upserts returned.

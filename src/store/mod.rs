@@ -10,6 +10,7 @@ pub mod ledger;
 pub mod limits;
 pub mod nexus;
 pub mod packing;
+pub mod prepared;
 pub mod script;
 pub mod wal;
 
@@ -108,17 +109,37 @@ pub fn inserts<'a, const N: usize>(backend: DbBackend, table: &str, columns: [&s
     out
 }
 
-/// Upserts of `rows` into `table` (see [`inserts`]). Of `columns`, the first `keys` are the conflict key, the
+/// Upserts of `rows` into `spec.table` (see [`inserts`]). Of its columns, the first `keys` are the conflict key, the
 /// next `added` are added to the stored ones when the key is already stored (`table.column + excluded.column`:
 /// read-modify-write in the database, so concurrent writers lose nothing), and the rest are written only with a
-/// new row. With `returning`, each statement returns its rows as stored.
-pub fn adding_upserts<'a, const N: usize>(backend: DbBackend, table: &str, columns: [&str; N], keys: usize, added: usize, rows: Vec<[script::Arg<'a>; N]>, returning: bool) -> Vec<script::Sql<'a>> {
-    let sums: Vec<String> = columns[keys..keys + added].iter().map(|c| format!("\"{c}\" = \"{table}\".\"{c}\" + \"excluded\".\"{c}\"")).collect();
-    let mut tail = format!(" ON CONFLICT ({}) DO UPDATE SET {}", quoted(&columns[..keys]), sums.join(", "));
-    if returning {
+/// new row. With `returning`, each statement returns its rows as stored. On PostgreSQL a script runs them as the
+/// upsert prepared on the connection (`prepared`), its values as arrays in the order of `rows`.
+pub fn adding_upserts<'a, const N: usize>(backend: DbBackend, spec: &prepared::Upsert, rows: Vec<[script::Arg<'a>; N]>) -> Vec<script::Sql<'a>> {
+    debug_assert_eq!(spec.columns.len(), N);
+    let names: Vec<String> = spec.columns.iter().map(|(c, _)| format!("\"{c}\"")).collect();
+    let mut tail = format!(" {}", upsert_tail(spec.table, &names[..spec.keys], &names[spec.keys..spec.keys + spec.added]));
+    if spec.returning {
         tail.push_str(" RETURNING *");
     }
-    inserts(backend, table, columns, rows, &tail)
+    let columns: [&str; N] = std::array::from_fn(|i| spec.columns[i].0);
+    if backend != DbBackend::Postgres || rows.len() > ROWS_PER_STATEMENT {
+        return inserts(backend, spec.table, columns, rows, &tail);
+    }
+    let mut execute = script::Execute::new(&spec.name());
+    for (i, (_, element)) in spec.columns.iter().enumerate() {
+        execute = execute.array(rows.iter().map(|r| r[i].clone()), element);
+    }
+    let mut out = inserts(backend, spec.table, columns, rows, &tail);
+    if let Some(first) = out.first_mut() {
+        first.prepared(|| execute);
+    }
+    out
+}
+
+/// `ON CONFLICT (keys) DO UPDATE SET` each added column to the stored value plus the new (names quoted).
+fn upsert_tail(table: &str, keys: &[String], added: &[String]) -> String {
+    let sums: Vec<String> = added.iter().map(|c| format!("{c} = \"{table}\".{c} + \"excluded\".{c}")).collect();
+    format!("ON CONFLICT ({}) DO UPDATE SET {}", keys.join(", "), sums.join(", "))
 }
 
 /// How long a PostgreSQL connection may sit in the pool before it is pinged on its way out of it.

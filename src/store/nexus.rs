@@ -4,8 +4,12 @@ use sea_orm::sea_query::OnConflict;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait};
 
 use super::entity::{entity, nexus_state};
-use super::script::Sql;
+use super::prepared::Query;
+use super::script::{Execute, Sql};
 use super::{Store, StoreError};
+
+/// [`Store::nexus_states_sql`] prepared.
+pub const NEXUS_STATES: Query = Query { name: "levy_nexus_states", params: "(text[])", body: r#"SELECT * FROM "nexus_states" WHERE "entity_id" = ANY($1)"# };
 
 pub struct NexusEntry {
     pub state: String,
@@ -26,6 +30,7 @@ impl Store {
     pub fn nexus_states_sql<'a>(backend: sea_orm::DbBackend, entity_ids: &[&'a str]) -> Sql<'a> {
         let mut sql = Sql::new(backend);
         sql.push(r#"SELECT * FROM "nexus_states" WHERE "entity_id""#).in_list(entity_ids.iter().copied());
+        sql.prepared(|| Execute::new(NEXUS_STATES.name).array(entity_ids.iter().copied(), "text"));
         sql
     }
 

@@ -10,8 +10,10 @@
 //! values, then the text), and the batch runs one at a time. On SQLite a value is bound as a parameter (`?`),
 //! across a script's statements in order, so a statement's text depends only on its shape and SQLite reuses
 //! the prepared statement. PostgreSQL's simple-query protocol takes no parameters, so in a script a value is
-//! written into the text as a literal; a statement run on its own ([`Sql::statement`]) binds `$n` parameters
-//! instead, so that its text too depends only on its shape (sqlx caches prepared statements by text). Text
+//! written into the text as a literal; the batch's hot statements run there as `EXECUTE`s of statements
+//! prepared on the connection ([`Sql::prepared`], `store::prepared`), so PostgreSQL does not parse and plan them
+//! anew each time. A statement run on its own ([`Sql::statement`]) binds `$n` parameters instead, so that its
+//! text too depends only on its shape (sqlx caches prepared statements by text). Text
 //! literals quote exactly (quotes and backslashes included, whatever `standard_conforming_strings` and
 //! `backslash_quote` say); callers keep NUL out of them (the API refuses control characters in identifiers,
 //! and JSON text escapes them). Identifiers are double-quoted, so no column name is taken for a keyword.
@@ -91,12 +93,23 @@ pub struct Sql<'a> {
     args: Vec<Arg<'a>>,
     /// PostgreSQL: the text with `$n` parameters, for [`Sql::statement`].
     numbered: String,
+    /// PostgreSQL: the same statement as an `EXECUTE` of one prepared on every connection (`store::prepared`),
+    /// which a script runs instead of the text.
+    execute: Option<String>,
 }
 
 impl<'a> Sql<'a> {
     pub fn new(backend: DbBackend) -> Sql<'a> {
         let numbered = if backend == DbBackend::Postgres { String::with_capacity(256) } else { String::new() };
-        Sql { backend, text: String::with_capacity(256), args: Vec::new(), numbered }
+        Sql { backend, text: String::with_capacity(256), args: Vec::new(), numbered, execute: None }
+    }
+
+    /// PostgreSQL: has scripts run this statement as `execute` (see [`Execute`]). Elsewhere nothing.
+    pub fn prepared(&mut self, execute: impl FnOnce() -> Execute) -> &mut Self {
+        if self.backend == DbBackend::Postgres {
+            self.execute = Some(execute().0 + ")");
+        }
+        self
     }
 
     /// Appends SQL text.
@@ -170,6 +183,52 @@ impl<'a> Sql<'a> {
     }
 }
 
+/// PostgreSQL: `EXECUTE "name"(...)` of a statement `store::prepared` prepares on every connection, its
+/// arguments written as literals (arrays as `ARRAY[...]::type[]`). Parsing it is parsing the literals: the
+/// statement was parsed and planned when it was prepared.
+pub struct Execute(String);
+
+impl Execute {
+    pub fn new(name: &str) -> Execute {
+        Execute(format!("EXECUTE \"{name}\"("))
+    }
+
+    fn sep(&mut self) {
+        if !self.0.ends_with('(') {
+            self.0.push_str(", ");
+        }
+    }
+
+    /// The next argument: one value.
+    pub fn arg<'b>(mut self, value: impl Into<Arg<'b>>) -> Execute {
+        self.sep();
+        literal(&mut self.0, &value.into());
+        self
+    }
+
+    /// The next argument: an array of `element` (a PostgreSQL type name) holding `values`.
+    pub fn array<'b, A: Into<Arg<'b>>>(mut self, values: impl IntoIterator<Item = A>, element: &str) -> Execute {
+        self.sep();
+        let start = self.0.len();
+        self.0.push_str("ARRAY[");
+        for (i, v) in values.into_iter().enumerate() {
+            if i > 0 {
+                self.0.push(',');
+            }
+            literal(&mut self.0, &v.into());
+        }
+        if self.0.len() == start + "ARRAY[".len() {
+            // (An empty ARRAY[] takes its type from the cast alone, and only in this spelling.)
+            self.0.truncate(start);
+            self.0.push_str("'{}'");
+        } else {
+            self.0.push(']');
+        }
+        let _ = write!(self.0, "::{element}[]");
+        self
+    }
+}
+
 /// A PostgreSQL literal. Text is a standard string with quotes doubled, or, when it holds a backslash, an escape
 /// string (`E'...'`) with backslashes doubled and quotes doubled: exact whatever `standard_conforming_strings`
 /// and `backslash_quote` say.
@@ -220,11 +279,13 @@ pub struct Script<'a> {
     statements: usize,
     begins: bool,
     commits: bool,
+    /// PostgreSQL: the script runs prepared statements.
+    executes: bool,
 }
 
 impl<'a> Script<'a> {
     pub fn new(backend: DbBackend) -> Script<'a> {
-        Script { backend, sql: String::with_capacity(4096), args: Vec::new(), statements: 0, begins: false, commits: false }
+        Script { backend, sql: String::with_capacity(4096), args: Vec::new(), statements: 0, begins: false, commits: false, executes: false }
     }
 
     /// A script that begins a write transaction (SQLite: IMMEDIATE, taking the write lock at once).
@@ -235,13 +296,20 @@ impl<'a> Script<'a> {
         s
     }
 
-    /// Appends a statement; returns its position.
+    /// Appends a statement; returns its position. On PostgreSQL a statement that has a prepared form runs as
+    /// that (`Sql::prepared`).
     pub fn add(&mut self, stmt: Sql<'a>) -> usize {
         debug_assert_eq!(stmt.backend, self.backend);
         if self.backend != DbBackend::Postgres {
             self.args.extend(stmt.args);
         }
-        self.push_sql(&stmt.text)
+        match &stmt.execute {
+            Some(execute) => {
+                self.executes = true;
+                self.push_sql(execute)
+            }
+            None => self.push_sql(&stmt.text),
+        }
     }
 
     /// Appends statements; returns their positions.
@@ -275,6 +343,19 @@ impl<'a> Script<'a> {
         self.commits = true;
         self.push_sql("COMMIT")
     }
+}
+
+/// Runs a script as one simple query: the rows of each statement, and an empty set after the last.
+async fn postgres_script(c: &mut sea_orm::sqlx::PgConnection, sql: &str) -> Result<Vec<Vec<QueryResult>>, sea_orm::sqlx::Error> {
+    let mut out: Vec<Vec<QueryResult>> = vec![Vec::new()];
+    let mut stream = c.fetch_many(sea_orm::sqlx::raw_sql(sql));
+    while let Some(item) = stream.try_next().await? {
+        match item {
+            Either::Left(_) => out.push(Vec::new()),
+            Either::Right(row) => out.last_mut().expect("one open statement").push(row.into()),
+        }
+    }
+    Ok(out)
 }
 
 /// The rows each statement of a script returned, by position.
@@ -367,13 +448,17 @@ impl ScriptConn {
                 }
             }
             Conn::Postgres(c) => {
-                let mut stream = (&mut **c).fetch_many(sea_orm::sqlx::raw_sql(&script.sql));
-                while let Some(item) = stream.try_next().await.map_err(sqlx_err)? {
-                    match item {
-                        Either::Left(_) => out.push(Vec::new()),
-                        Either::Right(row) => out.last_mut().expect("one open statement").push(row.into()),
+                out = match postgres_script(c, &script.sql).await {
+                    Ok(sets) => sets,
+                    // The connection lacks the prepared statements (or holds them from before a migration): the
+                    // transaction the script began is aborted; prepare them and run the script again.
+                    Err(e) if script.begins && script.executes && super::prepared::missing(&e) => {
+                        c.execute(sea_orm::sqlx::raw_sql("ROLLBACK")).await.map_err(sqlx_err)?;
+                        super::prepared::prepare(c).await.map_err(sqlx_err)?;
+                        postgres_script(c, &script.sql).await.map_err(sqlx_err)?
                     }
-                }
+                    Err(e) => return Err(sqlx_err(e)),
+                };
             }
         }
         out.pop(); // the empty set opened after the last statement's end
@@ -484,16 +569,26 @@ mod tests {
 
     #[test]
     fn adding_upserts_add_the_added_columns_and_split_long_batches() {
-        let rows = |n: i64| (0..n).map(|i| [Arg::from(format!("k{i}")), Arg::Int(i), Arg::Int(9)]).collect();
-        let stmts = crate::store::adding_upserts(DbBackend::Postgres, "t", ["k", "n", "other"], 1, 1, rows(2), true);
+        use crate::store::prepared::Upsert;
+        let spec = |returning| Upsert { table: "t", columns: &[("k", "text"), ("n", "int8"), ("other", "int4")], keys: 1, added: 1, returning };
+        let rows = |n: i64| (0..n).map(|i| [Arg::from(format!("k{i}'")), Arg::Int(i), Arg::Int(9)]).collect();
+        let stmts = crate::store::adding_upserts(DbBackend::Postgres, &spec(true), rows(2));
         assert_eq!(stmts.len(), 1);
         assert_eq!(
             stmts[0].text(),
-            r#"INSERT INTO "t" ("k", "n", "other") VALUES ('k0', 0, 9), ('k1', 1, 9) ON CONFLICT ("k") DO UPDATE SET "n" = "t"."n" + "excluded"."n" RETURNING *"#
+            r#"INSERT INTO "t" ("k", "n", "other") VALUES ('k0''', 0, 9), ('k1''', 1, 9) ON CONFLICT ("k") DO UPDATE SET "n" = "t"."n" + "excluded"."n" RETURNING *"#
         );
-        let stmts = crate::store::adding_upserts(DbBackend::Sqlite, "t", ["k", "n", "other"], 1, 1, rows(1001), false);
+        // In a script, PostgreSQL runs the prepared upsert, each column's values an array in the rows' order.
+        let mut script = Script::new(DbBackend::Postgres);
+        script.add_all(stmts);
+        assert_eq!(script.sql, "EXECUTE \"levy_add_t\"(ARRAY['k0''','k1''']::text[], ARRAY[0,1]::int8[], ARRAY[9,9]::int4[]);\n");
+        let stmts = crate::store::adding_upserts(DbBackend::Sqlite, &spec(false), rows(1001));
         assert_eq!(stmts.iter().map(|s| s.args.len()).collect::<Vec<_>>(), vec![1500, 1500, 3]);
         assert!(stmts[2].text().ends_with(r#"VALUES (?, ?, ?) ON CONFLICT ("k") DO UPDATE SET "n" = "t"."n" + "excluded"."n""#));
-        assert!(crate::store::adding_upserts(DbBackend::Sqlite, "t", ["k", "n", "other"], 1, 1, rows(0), false).is_empty());
+        assert!(stmts.iter().all(|s| s.execute.is_none()));
+        assert!(crate::store::adding_upserts(DbBackend::Sqlite, &spec(false), rows(0)).is_empty());
+        // Empty arrays take their type from the cast; other values are literals.
+        let e = Execute::new("q").array(Vec::<&str>::new(), "text").arg(202611).array([Some("a\\b"), None], "text");
+        assert_eq!(e.0, r#"EXECUTE "q"('{}'::text[], 202611, ARRAY[E'a\\b',NULL]::text[]"#);
     }
 }

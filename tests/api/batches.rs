@@ -386,3 +386,85 @@ async fn sqlite_log_is_copied_in_the_background_and_starts_again() {
     assert!(db > 10 << 20, "the rows are in the database file: {db} bytes");
     assert!(log < 7 << 20, "the log started again: {log} bytes");
 }
+
+/// The names of the levy statements prepared on each connection the pool holds (all taken at once).
+async fn prepared_on_each_connection(app: &TestApp) -> Vec<Vec<String>> {
+    use sea_orm::sqlx;
+    let pool = app.state.store.db.get_postgres_connection_pool();
+    let mut conns = Vec::new();
+    for _ in 0..pool.size() {
+        conns.push(pool.acquire().await.unwrap());
+    }
+    let mut out = Vec::new();
+    for c in &mut conns {
+        let names: Vec<String> = sqlx::query_scalar("SELECT name FROM pg_prepared_statements WHERE name LIKE 'levy\\_%' ORDER BY name").fetch_all(&mut **c).await.unwrap();
+        out.push(names);
+    }
+    // (Back in the pool, each after its ping, before the next look takes them all again.)
+    drop(conns);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_batches_run_statements_prepared_on_first_need() {
+    use sea_orm::{sqlx, ConnectionTrait};
+    let Some(app) = TestApp::start(super::harness::Backend::Postgres).await else {
+        eprintln!("TEST_DATABASE_URL not set: PostgreSQL run skipped");
+        return;
+    };
+    let a = app.signup("prepared@example.com").await;
+    app.set_nexus(&a.key, &["TX"]).await;
+    // (Connections go back to the pool with a ping of their own, off the request's path.)
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // No keyed call yet: no connection has prepared anything.
+    assert!(prepared_on_each_connection(&app).await.iter().all(Vec::is_empty));
+
+    let call = |amount: u32| json!({"amount": amount, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "cp-prepared"});
+    let r = app.post("/api/v1/calculate", Some(&a.key), &call(100)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // The batch's connection prepared all six (three upserts, three queries), and the call's figures came through them.
+    let expected = ["levy_add_counters", "levy_add_state_revenue", "levy_add_vendor_ytd", "levy_key_owners", "levy_nexus_states", "levy_state_revenue_from"];
+    let held = prepared_on_each_connection(&app).await;
+    assert_eq!(held.iter().filter(|names| *names == &expected).count(), 1, "{held:?}");
+    assert_eq!(num(&r.json["tracking_1099"]["vendor_ytd_total"]), 100.0, "{}", r.text);
+
+    // Every connection of the pool holds the statements; then a migration adds a column to a table a prepared
+    // query reads with `*`, and PostgreSQL refuses the plans (SQLSTATE 0A000): they are prepared again.
+    let db = &app.state.store.db;
+    let pool = db.get_postgres_connection_pool();
+    let each_connection = |sql: Option<&'static str>| async move {
+        let mut conns = Vec::new();
+        for _ in 0..pool.size() {
+            conns.push(pool.acquire().await.unwrap());
+        }
+        for c in &mut conns {
+            match sql {
+                Some(sql) => drop(sqlx::raw_sql(sql).execute(&mut **c).await.unwrap()),
+                None => levy::store::prepared::prepare(c).await.unwrap(),
+            }
+        }
+        // (Back in the pool, each after its ping, before the next look takes them all again.)
+        drop(conns);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    each_connection(None).await;
+    let held = prepared_on_each_connection(&app).await;
+    assert!(held.iter().all(|names| names == &expected), "{held:?}");
+    db.execute(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, r#"ALTER TABLE "nexus_states" ADD COLUMN "note" text"#)).await.unwrap();
+    let r = app.post("/api/v1/calculate", Some(&a.key), &call(50)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(num(&r.json["tracking_1099"]["vendor_ytd_total"]), 150.0, "{}", r.text);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // Every connection loses them (SQLSTATE 26000 on the next use): prepared again.
+    each_connection(Some(r#"DEALLOCATE "levy_add_counters"; DEALLOCATE "levy_add_state_revenue"; DEALLOCATE "levy_add_vendor_ytd"; DEALLOCATE "levy_key_owners"; DEALLOCATE "levy_nexus_states"; DEALLOCATE "levy_state_revenue_from""#)).await;
+    assert!(prepared_on_each_connection(&app).await.iter().all(Vec::is_empty));
+    let r = app.post("/api/v1/calculate", Some(&a.key), &call(25)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(num(&r.json["tracking_1099"]["vendor_ytd_total"]), 175.0, "{}", r.text);
+    // Each call counted once in the month's usage and wrote one ledger row, whatever was rolled back and run again.
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 3);
+    let month = "2026-11-01T00:00:00Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap().timestamp_millis();
+    assert_eq!(app.state.store.read_counter(&format!("usage:{}", a.entity_id), month).await.unwrap(), 3);
+}
