@@ -186,17 +186,19 @@ impl<'a> Sql<'a> {
 /// PostgreSQL: `EXECUTE "name"(...)` of a statement `store::prepared` prepares on every connection, its
 /// arguments written as literals (arrays as `ARRAY[...]::type[]`). Parsing it is parsing the literals: the
 /// statement was parsed and planned when it was prepared.
-pub struct Execute(String);
+pub struct Execute(String, usize);
 
 impl Execute {
     pub fn new(name: &str) -> Execute {
-        Execute(format!("EXECUTE \"{name}\"("))
+        Execute(format!("EXECUTE \"{name}\"("), 0)
     }
 
+    /// Before each argument but the first, a comma.
     fn sep(&mut self) {
-        if !self.0.ends_with('(') {
+        if self.1 > 0 {
             self.0.push_str(", ");
         }
+        self.1 += 1;
     }
 
     /// The next argument: one value.
