@@ -136,9 +136,8 @@ impl Store {
             return Ok(());
         }
         static INSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-            let names: Vec<String> = LEDGER_COLUMNS.iter().map(|(c, _)| format!("\"{c}\"")).collect();
             let arrays: Vec<String> = LEDGER_COLUMNS.iter().enumerate().map(|(i, (_, t))| format!("${}::{t}[]", i + 1)).collect();
-            format!(r#"INSERT INTO "transactions" ({}) SELECT * FROM unnest({})"#, names.join(", "), arrays.join(", "))
+            format!(r#"INSERT INTO "transactions" ({}) SELECT * FROM unnest({})"#, super::quoted(&LEDGER_COLUMNS.map(|(c, _)| c)), arrays.join(", "))
         });
         let text = |f: fn(&transaction::Model) -> &str| rows.iter().map(f).collect::<Vec<&str>>();
         let maybe = |f: fn(&transaction::Model) -> Option<&str>| rows.iter().map(f).collect::<Vec<Option<&str>>>();

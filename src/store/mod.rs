@@ -116,11 +116,7 @@ pub fn inserts<'a, const N: usize>(backend: DbBackend, table: &str, columns: [&s
 /// upsert prepared on the connection (`prepared`), its values as arrays in the order of `rows`.
 pub fn adding_upserts<'a, const N: usize>(backend: DbBackend, spec: &prepared::Upsert, rows: Vec<[script::Arg<'a>; N]>) -> Vec<script::Sql<'a>> {
     debug_assert_eq!(spec.columns.len(), N);
-    let names: Vec<String> = spec.columns.iter().map(|(c, _)| format!("\"{c}\"")).collect();
-    let mut tail = format!(" {}", upsert_tail(spec.table, &names[..spec.keys], &names[spec.keys..spec.keys + spec.added]));
-    if spec.returning {
-        tail.push_str(" RETURNING *");
-    }
+    let tail = format!(" {}", spec.conflict());
     let columns: [&str; N] = std::array::from_fn(|i| spec.columns[i].0);
     if backend != DbBackend::Postgres || rows.len() > ROWS_PER_STATEMENT {
         return inserts(backend, spec.table, columns, rows, &tail);
@@ -134,12 +130,6 @@ pub fn adding_upserts<'a, const N: usize>(backend: DbBackend, spec: &prepared::U
         first.prepared(|| execute);
     }
     out
-}
-
-/// `ON CONFLICT (keys) DO UPDATE SET` each added column to the stored value plus the new (names quoted).
-fn upsert_tail(table: &str, keys: &[String], added: &[String]) -> String {
-    let sums: Vec<String> = added.iter().map(|c| format!("{c} = \"{table}\".{c} + \"excluded\".{c}")).collect();
-    format!("ON CONFLICT ({}) DO UPDATE SET {}", keys.join(", "), sums.join(", "))
 }
 
 /// How long a PostgreSQL connection may sit in the pool before it is pinged on its way out of it.
@@ -178,7 +168,7 @@ fn postgres_pool(url: &str, schema: Option<&str>) -> Result<DatabaseConnection, 
 }
 
 /// Identifiers, double-quoted and separated by commas.
-fn quoted(names: &[&str]) -> String {
+pub(crate) fn quoted(names: &[&str]) -> String {
     names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
 }
 

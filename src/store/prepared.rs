@@ -33,26 +33,31 @@ impl Upsert {
         format!("levy_add_{}", self.table)
     }
 
-    /// `(types) AS INSERT ... SELECT ... FROM unnest(...)`, rows inserted in the order of the arrays (the callers
-    /// sort them by key, so that concurrent writers take their rows in one order).
-    fn prepare(&self) -> String {
-        let names: Vec<String> = self.columns.iter().map(|(c, _)| format!("\"{c}\"")).collect();
-        let types: Vec<String> = self.columns.iter().map(|(_, t)| format!("{t}[]")).collect();
-        let params: Vec<String> = (1..=self.columns.len()).map(|i| format!("${i}")).collect();
-        let mut text = format!(
-            r#"({}) AS INSERT INTO "{}" ({}) SELECT {} FROM unnest({}) WITH ORDINALITY AS "v" ({}, "n") ORDER BY "n" {}"#,
-            types.join(", "),
-            self.table,
-            names.join(", "),
-            names.join(", "),
-            params.join(", "),
-            names.join(", "),
-            super::upsert_tail(self.table, &names[..self.keys], &names[self.keys..self.keys + self.added]),
-        );
+    /// `ON CONFLICT (keys) DO UPDATE SET` each added column to the stored value plus the new, and `RETURNING *`
+    /// if the upsert returns its rows: what ends both its `VALUES` form and its prepared form.
+    pub fn conflict(&self) -> String {
+        let names: Vec<&str> = self.columns.iter().map(|(c, _)| *c).collect();
+        let sums: Vec<String> = names[self.keys..self.keys + self.added].iter().map(|c| format!("\"{c}\" = \"{}\".\"{c}\" + \"excluded\".\"{c}\"", self.table)).collect();
+        let mut text = format!("ON CONFLICT ({}) DO UPDATE SET {}", super::quoted(&names[..self.keys]), sums.join(", "));
         if self.returning {
             text.push_str(" RETURNING *");
         }
         text
+    }
+
+    /// `(types) AS INSERT ... SELECT ... FROM unnest(...)`, rows inserted in the order of the arrays (the callers
+    /// sort them by key, so that concurrent writers take their rows in one order).
+    fn prepare(&self) -> String {
+        let names = super::quoted(&self.columns.iter().map(|(c, _)| *c).collect::<Vec<_>>());
+        let types: Vec<String> = self.columns.iter().map(|(_, t)| format!("{t}[]")).collect();
+        let params: Vec<String> = (1..=self.columns.len()).map(|i| format!("${i}")).collect();
+        format!(
+            r#"({}) AS INSERT INTO "{}" ({names}) SELECT {names} FROM unnest({}) WITH ORDINALITY AS "v" ({names}, "n") ORDER BY "n" {}"#,
+            types.join(", "),
+            self.table,
+            params.join(", "),
+            self.conflict(),
+        )
     }
 }
 

@@ -349,8 +349,12 @@ impl<'a> Script<'a> {
 
 /// Runs a script as one simple query: the rows of each statement, and an empty set after the last.
 async fn postgres_script(c: &mut sea_orm::sqlx::PgConnection, sql: &str) -> Result<Vec<Vec<QueryResult>>, sea_orm::sqlx::Error> {
+    result_sets(c.fetch_many(sea_orm::sqlx::raw_sql(sql))).await
+}
+
+/// What a script's query streams back, split by statement: the rows of each, and an empty set after the last.
+async fn result_sets<Q, R: Into<QueryResult>>(mut stream: futures::stream::BoxStream<'_, Result<Either<Q, R>, sea_orm::sqlx::Error>>) -> Result<Vec<Vec<QueryResult>>, sea_orm::sqlx::Error> {
     let mut out: Vec<Vec<QueryResult>> = vec![Vec::new()];
-    let mut stream = c.fetch_many(sea_orm::sqlx::raw_sql(sql));
     while let Some(item) = stream.try_next().await? {
         match item {
             Either::Left(_) => out.push(Vec::new()),
@@ -420,8 +424,7 @@ impl ScriptConn {
         if script.begins {
             self.open = true;
         }
-        let mut out: Vec<Vec<QueryResult>> = vec![Vec::new()];
-        match &mut self.conn {
+        let mut out = match &mut self.conn {
             Conn::Sqlite(c) => {
                 // sqlx runs the statements of one prepared query one after another on SQLite, binding each its
                 // share of the parameters. It marks that behaviour deprecated (launchbadge/sqlx#3108); should a
@@ -441,28 +444,20 @@ impl ScriptConn {
                     };
                     added.map_err(|e| DbErr::Custom(format!("binding a value: {e}")))?;
                 }
-                let mut stream = (&mut **c).fetch_many(sea_orm::sqlx::query_with(&script.sql, args));
-                while let Some(item) = stream.try_next().await.map_err(sqlx_err)? {
-                    match item {
-                        Either::Left(_) => out.push(Vec::new()),
-                        Either::Right(row) => out.last_mut().expect("one open statement").push(row.into()),
-                    }
+                result_sets((&mut **c).fetch_many(sea_orm::sqlx::query_with(&script.sql, args))).await.map_err(sqlx_err)?
+            }
+            Conn::Postgres(c) => match postgres_script(c, &script.sql).await {
+                Ok(sets) => sets,
+                // The connection lacks the prepared statements (or holds them from before a migration): the
+                // transaction the script began is aborted; prepare them and run the script again.
+                Err(e) if script.begins && script.executes && super::prepared::missing(&e) => {
+                    c.execute(sea_orm::sqlx::raw_sql("ROLLBACK")).await.map_err(sqlx_err)?;
+                    super::prepared::prepare(c).await.map_err(sqlx_err)?;
+                    postgres_script(c, &script.sql).await.map_err(sqlx_err)?
                 }
-            }
-            Conn::Postgres(c) => {
-                out = match postgres_script(c, &script.sql).await {
-                    Ok(sets) => sets,
-                    // The connection lacks the prepared statements (or holds them from before a migration): the
-                    // transaction the script began is aborted; prepare them and run the script again.
-                    Err(e) if script.begins && script.executes && super::prepared::missing(&e) => {
-                        c.execute(sea_orm::sqlx::raw_sql("ROLLBACK")).await.map_err(sqlx_err)?;
-                        super::prepared::prepare(c).await.map_err(sqlx_err)?;
-                        postgres_script(c, &script.sql).await.map_err(sqlx_err)?
-                    }
-                    Err(e) => return Err(sqlx_err(e)),
-                };
-            }
-        }
+                Err(e) => return Err(sqlx_err(e)),
+            },
+        };
         out.pop(); // the empty set opened after the last statement's end
         if script.commits {
             self.open = false;
