@@ -389,20 +389,13 @@ async fn sqlite_log_is_copied_in_the_background_and_starts_again() {
 
 /// The names of the levy statements prepared on each connection the pool holds (all taken at once).
 async fn prepared_on_each_connection(app: &TestApp) -> Vec<Vec<String>> {
-    use sea_orm::sqlx;
-    let pool = app.state.store.db.get_postgres_connection_pool();
-    let mut conns = Vec::new();
-    for _ in 0..pool.size() {
-        conns.push(pool.acquire().await.unwrap());
-    }
+    let mut conns = app.pool_connections().await;
     let mut out = Vec::new();
     for c in &mut conns {
-        let names: Vec<String> = sqlx::query_scalar("SELECT name FROM pg_prepared_statements WHERE name LIKE 'levy\\_%' ORDER BY name").fetch_all(&mut **c).await.unwrap();
+        let names: Vec<String> = sea_orm::sqlx::query_scalar("SELECT name FROM pg_prepared_statements WHERE name LIKE 'levy\\_%' ORDER BY name").fetch_all(&mut **c).await.unwrap();
         out.push(names);
     }
-    // (Back in the pool, each after its ping, before the next look takes them all again.)
-    drop(conns);
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    app.give_back(conns).await;
     out
 }
 
@@ -433,21 +426,16 @@ async fn postgres_batches_run_statements_prepared_on_first_need() {
     // Every connection of the pool holds the statements; then a migration adds a column to a table a prepared
     // query reads with `*`, and PostgreSQL refuses the plans (SQLSTATE 0A000): they are prepared again.
     let db = &app.state.store.db;
-    let pool = db.get_postgres_connection_pool();
+    let app = &app;
     let each_connection = |sql: Option<&'static str>| async move {
-        let mut conns = Vec::new();
-        for _ in 0..pool.size() {
-            conns.push(pool.acquire().await.unwrap());
-        }
+        let mut conns = app.pool_connections().await;
         for c in &mut conns {
             match sql {
                 Some(sql) => drop(sqlx::raw_sql(sql).execute(&mut **c).await.unwrap()),
                 None => levy::store::prepared::prepare(c).await.unwrap(),
             }
         }
-        // (Back in the pool, each after its ping, before the next look takes them all again.)
-        drop(conns);
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        app.give_back(conns).await;
     };
     each_connection(None).await;
     let held = prepared_on_each_connection(&app).await;

@@ -103,18 +103,13 @@ async fn connections_the_server_dropped_while_idle_are_replaced() {
 
     // (Connections go back to the pool with a ping of their own, off the request's path.)
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    // Every connection the instance's pool holds, taken at once (none is in use between requests), and the
-    // server's process behind each.
-    let pool = app.state.store.db.get_postgres_connection_pool();
-    let held = pool.size();
-    assert!(held >= 1);
-    let mut conns = Vec::new();
+    // The server's process behind every connection the instance's pool holds.
+    let mut conns = app.pool_connections().await;
+    assert!(!conns.is_empty());
     let mut pids = Vec::new();
-    for _ in 0..held {
-        let mut c = pool.acquire().await.unwrap();
-        let (pid,): (i32,) = sea_orm::sqlx::query_as("SELECT pg_backend_pid()").fetch_one(&mut *c).await.unwrap();
+    for c in &mut conns {
+        let (pid,): (i32,) = sea_orm::sqlx::query_as("SELECT pg_backend_pid()").fetch_one(&mut **c).await.unwrap();
         pids.push(pid);
-        conns.push(c);
     }
     drop(conns);
     // The server ends them all, and they sit idle past the second.
@@ -129,7 +124,7 @@ async fn connections_the_server_dropped_while_idle_are_replaced() {
     assert_eq!((r.status, &r.json["database"]["connected"]), (200, &json!(true)), "{}", r.text);
     assert_eq!(app.post("/api/v1/calculate", Some(&a.key), &call).await.status, 200);
     assert_eq!(app.get("/api/v1/transactions", Some(&a.key)).await.json["transactions"].as_array().map(Vec::len), Some(2));
-    let (pid,): (i32,) = sea_orm::sqlx::query_as("SELECT pg_backend_pid()").fetch_one(pool).await.unwrap();
+    let (pid,): (i32,) = sea_orm::sqlx::query_as("SELECT pg_backend_pid()").fetch_one(app.state.store.db.get_postgres_connection_pool()).await.unwrap();
     assert!(!pids.contains(&pid));
 
     // A connection the server ends while a transaction holds it: the next statement fails as the server said

@@ -189,6 +189,23 @@ impl TestApp {
         assert_eq!(r.status, 200, "{}", r.text);
     }
 
+    /// PostgreSQL: every connection the instance's pool holds, taken at once (none is in use between requests).
+    pub async fn pool_connections(&self) -> Vec<sea_orm::sqlx::pool::PoolConnection<sea_orm::sqlx::Postgres>> {
+        let pool = self.state.store.db.get_postgres_connection_pool();
+        let mut conns = Vec::new();
+        for _ in 0..pool.size() {
+            conns.push(pool.acquire().await.unwrap());
+        }
+        conns
+    }
+
+    /// Gives connections back to the pool and waits until each is in it again (after its ping), so that the next
+    /// [`TestApp::pool_connections`] takes the same ones.
+    pub async fn give_back<C>(&self, conns: Vec<C>) {
+        drop(conns);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
     /// Rows in the account's ledger, read straight from the database.
     pub async fn ledger_rows(&self, entity_id: &str) -> usize {
         use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
