@@ -8,7 +8,7 @@
 //!    caller's lookup is refused here); their nexus settings; for ingest, the external ids already in the
 //!    ledger; the counterparties' 1099 totals, one upsert (each entry learns the total before it from the sums);
 //!    the states' revenue that calculate's nexus alerts read;
-//! 2. the determinations, in memory: made and rendered before the batch in each caller's task (`Prepared`),
+//! 2. the determinations, in memory: made, rendered and packed before the batch in each caller's task (`Prepared`),
 //!    redone here for an account whose nexus differs from what they used, and settled with the 1099 totals;
 //! 3. metered overage; the states' monthly revenue for nexus, one upsert; the ledger rows, one insert (on
 //!    PostgreSQL run just before the script, its values bound as arrays); calculate's Idempotency-Key
@@ -39,7 +39,7 @@ use super::error::ApiError;
 use super::limits::{allowance, burst_call, burst_exceeded, monthly_call};
 use super::{AppState, API_VERSION};
 use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
-use crate::engine::render::FullText;
+use crate::engine::render::{self, FullText};
 use crate::engine::samples;
 use crate::engine::{determine, Determination, Input, Request};
 use crate::rules::registry::Registry;
@@ -49,7 +49,7 @@ use crate::store::entity::{counter, entity, nexus_state, state_revenue, transact
 use crate::store::group::{Group, Replies};
 use crate::store::ledger::{Payment, Sale};
 use crate::store::limits::CounterHit;
-use crate::store::packing::Dictionary;
+use crate::store::packing::{packed_body, Dictionary, PackedFixed};
 use crate::store::script::{Script, ScriptConn};
 use crate::store::{Store, StoreError};
 
@@ -84,26 +84,36 @@ impl Entry {
 /// An account's nexus as the engine takes it: `None` until the account has configured any.
 type Nexus = Arc<Option<BTreeMap<usize, bool>>>;
 
-/// An entry determined and rendered ahead of its batch, from the account's nexus as this instance last read it,
-/// so that the batch (one at a time) does not spend its time there. The batch uses it when the nexus it reads
-/// in its transaction is the same (otherwise it determines the entry again), and settles the two parts that
-/// the counterparty's 1099 total decides (`Determination::with_vendor_prior`).
+/// An entry determined, rendered and packed ahead of its batch, from the account's nexus as this instance last
+/// read it, so that the batch (one at a time) does not spend its time there. The batch uses it when the nexus it
+/// reads in its transaction is the same (otherwise it determines the entry again), and settles the two parts
+/// that the counterparty's 1099 total decides (`Determination::with_vendor_prior`), which go between the fixed
+/// pieces of the body (`render::FullText`).
 struct Prepared {
     nexus: Nexus,
     det: Determination,
-    text: FullText,
+    /// The ledger row's id, also in the body. (Taken here, so a job's entries have ids in their order, and a
+    /// call answered before another began has the lower id.)
+    id: String,
+    /// The body's fixed pieces, as text and packed.
+    fixed: [String; 3],
+    packed: PackedFixed,
 }
 
 /// Each account's nexus as this instance's last batch read it, for preparing entries. It only saves work: the
 /// batch compares it with what it reads.
 pub type NexusSeen = super::seen::Seen<Nexus>;
 
-/// Determines an entry with the nexus given and renders it, its 1099 parts and the API's members left to settle.
-fn prepare(registry: &Registry, now_ms: i64, nexus: Nexus, req: &Request) -> Result<Prepared, ApiError> {
+/// Determines an entry of the account's with the nexus given, renders it with the API's members, its 1099 parts
+/// left to settle, and packs the rest.
+fn prepare(registry: &Registry, dictionary: &'static Dictionary, now_ms: i64, entity_id: &str, nexus: Nexus, req: &Request) -> Result<Prepared, ApiError> {
     let input = Input { request: req, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(now_ms) };
     let det = determine(registry, &input).map_err(|err| ApiError::internal(format!("{err:?}")))?;
-    let text = FullText::new(&det);
-    Ok(Prepared { nexus, det, text })
+    let id = new_ordered_id("tx", now_ms);
+    let extra = [("transaction_id", id.as_str()), ("timestamp", &iso(now_ms)), ("entity_id", entity_id), ("mode", "live"), ("api_version", API_VERSION)];
+    let fixed = FullText::new(&det).into_fixed(&extra);
+    let packed = dictionary.pack_fixed([&fixed[0], &fixed[1], &fixed[2]])?;
+    Ok(Prepared { nexus, det, id, fixed, packed })
 }
 
 pub enum Source {
@@ -278,10 +288,10 @@ struct Known {
 impl AppState {
     /// Determines and records a job's entries (in a batch with whatever else is waiting) and answers once they are committed.
     pub async fn record(self: &Arc<Self>, mut job: RecordJob) -> Result<Recorded, ApiError> {
-        if let Some(nexus) = self.nexus_seen.get(&job.entity_id) {
+        if let (Some(nexus), Ok(dictionary)) = (self.nexus_seen.get(&job.entity_id), self.ledger_dictionary().await) {
             for entry in &mut job.entries {
                 // (One that fails is determined again in the batch, which answers the failure.)
-                entry.prepared = prepare(&self.registry, job.now_ms, nexus.clone(), &entry.live.request).ok();
+                entry.prepared = prepare(&self.registry, dictionary, job.now_ms, &job.entity_id, nexus.clone(), &entry.live.request).ok();
             }
         }
         let (state, now_ms) = (self.clone(), job.now_ms);
@@ -414,8 +424,9 @@ impl AppState {
         };
 
         // The determinations (made before the batch where the nexus they used is still the account's), settled
-        // with the 1099 totals, and the rows and sales they make.
+        // with the 1099 totals, and the rows (packed), their bodies' text and the sales they make.
         let mut rows = Vec::with_capacity(news.len());
+        let mut texts = Vec::with_capacity(news.len());
         let mut sales = Vec::new();
         for (n, &(i, e)) in news.iter().enumerate() {
             let (job, entry) = (&jobs[i], &jobs[i].entries[e]);
@@ -425,7 +436,7 @@ impl AppState {
             let redone;
             let prepared = match &entry.prepared {
                 Some(p) if *p.nexus == *account_nexus => p,
-                _ => match prepare(&self.registry, job.now_ms, account_nexus, req) {
+                _ => match prepare(&self.registry, dictionary, job.now_ms, &job.entity_id, account_nexus, req) {
                     Ok(p) => {
                         redone = p;
                         &redone
@@ -442,12 +453,11 @@ impl AppState {
                 let month = today.year() * 100 + today.month() as i32;
                 sales.push(Sale { entity_id: &job.entity_id, state: det.buyer_state, month, micros: payments[n].micros });
             }
-            // (The id is taken here, in the order rows are written, so rows of one millisecond list in that order.)
-            let id = new_ordered_id("tx", job.now_ms);
-            let extra = [("transaction_id", id.as_str()), ("timestamp", &iso(job.now_ms)), ("entity_id", &job.entity_id), ("mode", "live"), ("api_version", API_VERSION)];
-            let result = prepared.text.with(tracking.as_ref(), &advisories, &extra);
+            let settled = render::settled(tracking.as_ref(), &advisories);
+            let fixed = &prepared.fixed;
+            texts.push(render::joined([&fixed[0], &fixed[1], &fixed[2]], &settled));
             rows.push(transaction::Model {
-                id,
+                id: prepared.id.clone(),
                 entity_id: job.entity_id.clone(),
                 created_at: job.now_ms,
                 role: det.role.to_string(),
@@ -464,9 +474,9 @@ impl AppState {
                 .to_string(),
                 metadata: entry.metadata.as_ref().map(|m| Value::Object(m.clone()).to_string()),
                 request: entry.live.raw.to_string(),
-                result,
-                result_dictionary: None,
-                result_zstd: None,
+                result: String::new(),
+                result_dictionary: Some(dictionary.id.clone()),
+                result_zstd: Some(packed_body(&prepared.packed, &settled)),
             });
         }
         add_sales(&mut revenue, &sales);
@@ -505,8 +515,8 @@ impl AppState {
                 .into_iter()
                 .map(|slot| match slot {
                     Slot::Existing(row) => EntryOutcome::Duplicate(row),
-                    Slot::SameAs(n) => EntryOutcome::Duplicate(rows[n].clone()),
-                    Slot::New(n) => EntryOutcome::New { calculation: rows[n].result.clone() },
+                    Slot::SameAs(n) => EntryOutcome::Duplicate(transaction::Model { result: texts[n].clone(), result_dictionary: None, result_zstd: None, ..rows[n].clone() }),
+                    Slot::New(n) => EntryOutcome::New { calculation: texts[n].clone() },
                 })
                 .collect();
             let mut response = String::new();
@@ -518,7 +528,7 @@ impl AppState {
                     (!alerts.is_empty()).then(|| Value::Array(alerts).to_string())
                 });
                 response = match first_new {
-                    Some(n) => with_alerts(&rows[n].result, alerts.as_deref()),
+                    Some(n) => with_alerts(&texts[n], alerts.as_deref()),
                     None => Value::Null.to_string(),
                 };
                 if let Some(k) = idempotency_key {
@@ -527,8 +537,6 @@ impl AppState {
             }
             out.push(Answer { result: Ok(Recorded { entries, response }), burst });
         }
-        // The rows, packed (their text is in the outcomes already).
-        dictionary.pack(&mut rows)?;
         Store::write_transactions(conn, &mut second, &rows).await?;
         second.commit();
         conn.run(second).await.map_err(StoreError::from)?;

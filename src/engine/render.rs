@@ -29,8 +29,9 @@ pub fn full(det: &Determination) -> Value {
 
 /// The full body's text with its two 1099-dependent members (`tracking_1099`, `advisories`) left open, so that
 /// they can be settled later without writing the rest again: the ledger batch learns the counterparty's total
-/// last, and writes only these (and the API's members, which end the body: its transaction id is given in the
-/// order the ledger writes rows).
+/// last, and writes only these. The body is thus five pieces: three fixed by the determination and the API's
+/// members ([`FullText::into_fixed`]), and between them the two settled ones ([`settled`]); the ledger stores
+/// each piece as a frame of its own (`store::packing`), the fixed ones packed before the batch.
 pub struct FullText {
     /// `{` and the members before `tracking_1099`.
     head: String,
@@ -52,21 +53,49 @@ impl FullText {
     /// The body's text with these members, and `extra` string members (the API's transaction_id, timestamp,
     /// …) at the end.
     pub fn with(&self, tracking: Option<&Tracking1099>, advisories: &[Advisory], extra: &[(&str, &str)]) -> String {
-        let mut s = String::with_capacity(self.head.len() + self.middle.len() + self.tail.len() + 768);
-        s.push_str(&self.head);
-        write_tracking(&mut Obj { out: &mut s, empty: false }, tracking);
-        s.push(',');
-        s.push_str(&self.middle);
-        write_advisories(&mut Obj { out: &mut s, empty: false }, advisories);
-        s.push(',');
-        s.push_str(&self.tail);
-        let mut o = Obj { out: &mut s, empty: false };
-        for (k, v) in extra {
-            o.put(k, v);
-        }
-        o.close();
-        s
+        joined([&self.head, &self.middle, &tail_with(&self.tail, extra)], &settled(tracking, advisories))
     }
+
+    /// The three fixed pieces, `extra` string members ending the last: `{` and the members before
+    /// `tracking_1099`; those between it and `advisories`; those after, and `}`.
+    pub fn into_fixed(self, extra: &[(&str, &str)]) -> [String; 3] {
+        let tail = tail_with(&self.tail, extra);
+        [self.head, self.middle, tail]
+    }
+}
+
+fn tail_with(tail: &str, extra: &[(&str, &str)]) -> String {
+    let mut s = String::with_capacity(tail.len() + 256);
+    s.push_str(tail);
+    let mut o = Obj { out: &mut s, empty: false };
+    for (k, v) in extra {
+        o.put(k, v);
+    }
+    o.close();
+    s
+}
+
+/// The two pieces the counterparty's 1099 total settles, each with its leading comma and the one after it:
+/// `tracking_1099`, `advisories`.
+pub fn settled(tracking: Option<&Tracking1099>, advisories: &[Advisory]) -> [String; 2] {
+    let (mut t, mut a) = (String::with_capacity(256), String::with_capacity(64));
+    write_tracking(&mut Obj { out: &mut t, empty: false }, tracking);
+    t.push(',');
+    write_advisories(&mut Obj { out: &mut a, empty: false }, advisories);
+    a.push(',');
+    [t, a]
+}
+
+/// The body's text from its pieces: the fixed ones with the settled ones between them.
+pub fn joined(fixed: [&str; 3], settled: &[String; 2]) -> String {
+    let mut s = String::with_capacity(fixed.iter().map(|f| f.len()).sum::<usize>() + settled[0].len() + settled[1].len());
+    for (i, piece) in fixed.iter().enumerate() {
+        s.push_str(piece);
+        if let Some(between) = settled.get(i) {
+            s.push_str(between);
+        }
+    }
+    s
 }
 
 fn classification_note(det: &Determination) -> String {

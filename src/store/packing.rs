@@ -16,6 +16,7 @@
 //! text back ([`Store::unpack`]) before anything else sees it; in the database a packed body is a blob, which
 //! SQL alone cannot read (every read through the store can).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
@@ -29,22 +30,26 @@ use super::entity::{ledger_dictionary, transaction};
 use super::{Store, StoreError};
 
 /// zstd's first fast level: against the dictionary it packs a TX body to about 550 bytes (level 1: 455) and, on
-/// the keyed load, left the one-at-a-time batch about 5% more calls per second (2 alternated runs; packing is
-/// the largest share of the batch's own CPU time).
+/// the keyed load, left the one-at-a-time batch about 5% more calls per second (2 alternated runs, when the batch
+/// still packed the bodies itself).
 const LEVEL: i32 = -1;
 /// The longest body unpacked (a body is a few kilobytes; anything longer is corrupt).
 const MAX_BODY: usize = 16 << 20;
 
 /// A dictionary, ready to pack and unpack with. Dictionaries are built once per process and kept for its life
-/// ([`Dictionary::of`]): a process meets one per rule-set version, and its compressor, reused from batch to
-/// batch, borrows it.
+/// ([`Dictionary::of`]): a process meets one per rule-set version.
 pub struct Dictionary {
     pub id: String,
     encoder: EncoderDictionary<'static>,
     decoder: DecoderDictionary<'static>,
-    /// The batches' compressor (one batch packs at a time per instance; the lock only guards against more).
-    compressor: OnceLock<Mutex<Compressor<'static>>>,
 }
+
+/// A body stored packed is a run of zstd frames, one per piece of its text (`engine::render::FullText`): the three
+/// pieces a determination fixes, compressed against the dictionary in the caller's task before the ledger batch
+/// ([`Dictionary::pack_fixed`]), and between them the two the batch settles, small enough to store as they are,
+/// in raw frames ([`packed_body`]). So the one-at-a-time batch compresses nothing. A run of frames decompresses
+/// to their contents one after another, as one frame would; rows packed whole, as one frame, read the same way.
+pub type PackedFixed = [Vec<u8>; 3];
 
 impl Dictionary {
     /// The dictionary with this content, built on first use.
@@ -52,7 +57,7 @@ impl Dictionary {
         let id = dictionary_id(content);
         let mut known = known().lock().unwrap_or_else(|e| e.into_inner());
         known.entry(id.clone()).or_insert_with(|| {
-            let d = Dictionary { id, encoder: EncoderDictionary::copy(content, LEVEL), decoder: DecoderDictionary::copy(content), compressor: OnceLock::new() };
+            let d = Dictionary { id, encoder: EncoderDictionary::copy(content, LEVEL), decoder: DecoderDictionary::copy(content) };
             Box::leak(Box::new(d))
         })
     }
@@ -62,25 +67,24 @@ impl Dictionary {
         known().lock().unwrap_or_else(|e| e.into_inner()).get(id).copied()
     }
 
-    fn compressor(&'static self) -> Result<&'static Mutex<Compressor<'static>>, StoreError> {
-        if self.compressor.get().is_none() {
-            let c = Compressor::with_prepared_dictionary(&self.encoder).map_err(packing_error)?;
-            let _ = self.compressor.set(Mutex::new(c));
+    /// The three fixed pieces of a body, each compressed against the dictionary as a frame of its own. Each
+    /// thread keeps a compressor per dictionary, reused from call to call.
+    pub fn pack_fixed(&'static self, fixed: [&str; 3]) -> Result<PackedFixed, StoreError> {
+        thread_local! {
+            static COMPRESSORS: RefCell<Vec<(&'static str, Compressor<'static>)>> = const { RefCell::new(Vec::new()) };
         }
-        self.compressor.get().ok_or_else(|| StoreError::Other("no compressor".into()))
-    }
-
-    /// Moves each row's body into its packed columns (`result` left empty).
-    pub fn pack(&'static self, rows: &mut [transaction::Model]) -> Result<(), StoreError> {
-        let mut compressor = self.compressor()?.lock().unwrap_or_else(|e| e.into_inner());
-        for row in rows {
-            let mut packed = compressor.compress(row.result.as_bytes()).map_err(packing_error)?;
-            packed.shrink_to_fit();
-            row.result_zstd = Some(packed);
-            row.result_dictionary = Some(self.id.clone());
-            row.result = String::new();
-        }
-        Ok(())
+        COMPRESSORS.with_borrow_mut(|compressors| {
+            let at = match compressors.iter().position(|(id, _)| *id == self.id) {
+                Some(at) => at,
+                None => {
+                    compressors.push((self.id.as_str(), Compressor::with_prepared_dictionary(&self.encoder).map_err(packing_error)?));
+                    compressors.len() - 1
+                }
+            };
+            let compressor = &mut compressors[at].1;
+            let mut frame = |text: &str| compressor.compress(text.as_bytes()).map_err(packing_error);
+            Ok([frame(fixed[0])?, frame(fixed[1])?, frame(fixed[2])?])
+        })
     }
 
     fn decompressor(&'static self) -> Result<Decompressor<'static>, StoreError> {
@@ -88,10 +92,69 @@ impl Dictionary {
     }
 }
 
+/// A packed body: the fixed pieces' frames with the settled pieces between them, each in a raw frame.
+pub fn packed_body(fixed: &PackedFixed, settled: &[String; 2]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(fixed.iter().map(Vec::len).sum::<usize>() + settled[0].len() + settled[1].len() + 32);
+    for (i, frame) in fixed.iter().enumerate() {
+        out.extend_from_slice(frame);
+        if let Some(between) = settled.get(i) {
+            raw_frame(&mut out, between.as_bytes());
+        }
+    }
+    out
+}
+
+/// Appends `content` as a zstd frame of raw blocks (RFC 8878, section 3.1.1): the magic number; a header of one
+/// segment that records the content's size, with no dictionary id and no checksum; then blocks of at most 128
+/// KiB, the last one marked (an empty content is one empty block).
+fn raw_frame(out: &mut Vec<u8>, content: &[u8]) {
+    const MAGIC: u32 = 0xFD2F_B528;
+    const MAX_BLOCK: usize = 128 << 10;
+    out.extend_from_slice(&MAGIC.to_le_bytes());
+    // Frame_Header_Descriptor: Frame_Content_Size_Flag (bits 7-6) sizes the field that follows; Single_Segment_Flag
+    // (bit 5) set, so no window descriptor; no checksum, no dictionary id.
+    let n = content.len() as u64;
+    match n {
+        0..=255 => out.extend_from_slice(&[0b0010_0000, n as u8]),
+        256..=65_791 => {
+            out.push(0b0110_0000);
+            out.extend_from_slice(&((n - 256) as u16).to_le_bytes());
+        }
+        _ if n <= u64::from(u32::MAX) => {
+            out.push(0b1010_0000);
+            out.extend_from_slice(&(n as u32).to_le_bytes());
+        }
+        _ => {
+            out.push(0b1110_0000);
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    }
+    let mut blocks = content.chunks(MAX_BLOCK).peekable();
+    if blocks.peek().is_none() {
+        out.extend_from_slice(&[1, 0, 0]); // the last block, raw, empty
+    }
+    while let Some(block) = blocks.next() {
+        // Block_Header, 3 bytes little-endian: Last_Block (bit 0), Block_Type 0 = raw (bits 1-2), Block_Size.
+        let header = (block.len() as u32) << 3 | u32::from(blocks.peek().is_none());
+        out.extend_from_slice(&header.to_le_bytes()[..3]);
+        out.extend_from_slice(block);
+    }
+}
+
 fn unpacked(d: &mut Decompressor<'_>, packed: &[u8]) -> Result<String, StoreError> {
-    // The frame records the body's length (a packer writes it); the buffer is that long, not the bound.
-    let size = zstd::zstd_safe::get_frame_content_size(packed).ok().flatten().map_or(MAX_BODY, |n| usize::try_from(n).unwrap_or(MAX_BODY).min(MAX_BODY));
-    let bytes = d.decompress(packed, size).map_err(packing_error)?;
+    // Each frame records its content's length (a packer writes it); the buffer is their sum, not the bound.
+    let mut size = 0usize;
+    let mut rest = packed;
+    while !rest.is_empty() && size <= MAX_BODY {
+        let content = zstd::zstd_safe::get_frame_content_size(rest).ok().flatten();
+        let frame = zstd::zstd_safe::find_frame_compressed_size(rest).ok().filter(|&f| f > 0 && f <= rest.len());
+        let (Some(content), Some(frame)) = (content, frame) else {
+            return Err(StoreError::Other("a packed calculation has a frame without its size".into()));
+        };
+        size = size.saturating_add(usize::try_from(content).unwrap_or(usize::MAX));
+        rest = &rest[frame..];
+    }
+    let bytes = d.decompress(packed, size.min(MAX_BODY)).map_err(packing_error)?;
     String::from_utf8(bytes).map_err(|e| StoreError::Other(format!("a packed calculation is not UTF-8: {e}")))
 }
 
@@ -188,12 +251,13 @@ mod tests {
         let d = store.dictionary(&content, 1).await.unwrap();
         // The id is the content's hash: SHA-256 of it, first 16 bytes in hex.
         assert_eq!(d.id, hex::encode(&Sha256::digest(&content)[..16]));
-        let body = r#"{"success":true,"jurisdiction":"Austin, TX","source":"Tex. Tax Code \u00a7151.051(b)","total_tax":6.63,"note":"é ✓"}"#;
-        let mut rows = vec![row(body), row("plain text, as rows before packing")];
-        d.pack(&mut rows[..1]).unwrap();
-        assert_eq!((rows[0].result.as_str(), rows[0].result_dictionary.as_deref()), ("", Some(d.id.as_str())));
-        let packed = rows[0].result_zstd.clone().unwrap();
-        assert!(packed.len() < body.len() / 2, "{} bytes packed", packed.len());
+        // A body in its five pieces: the fixed ones packed ahead, the settled ones (one empty) between them raw.
+        let fixed = [r#"{"success":true,"jurisdiction":"Austin, TX""#, r#""source":"Tex. Tax Code \u00a7151.051(b)","#, r#""total_tax":6.63,"note":"é ✓"}"#];
+        let settled = [r#","tracking_1099":null,"#.to_string(), String::new()];
+        let body = fixed[0].to_string() + &settled[0] + fixed[1] + &settled[1] + fixed[2];
+        let packed = packed_body(&d.pack_fixed(fixed).unwrap(), &settled);
+        assert!(packed.len() < body.len(), "{} bytes packed", packed.len());
+        let mut rows = vec![transaction::Model { result_dictionary: Some(d.id.clone()), result_zstd: Some(packed), ..row("") }, row("plain text, as rows before packing")];
         store.unpack(&mut rows).await.unwrap();
         assert_eq!(rows[0].result, body);
         assert_eq!((rows[0].result_dictionary.as_ref(), rows[0].result_zstd.as_ref()), (None, None));
@@ -225,5 +289,25 @@ mod tests {
         assert!(store.unpack(&mut forged).await.is_err());
         let mut unnamed = vec![transaction::Model { result_zstd: Some(packed), ..row("") }];
         assert!(store.unpack(&mut unnamed).await.is_err());
+    }
+
+    #[test]
+    fn raw_frames_decompress_to_their_content_at_every_size_field_and_block_boundary() {
+        // zstd itself reads them: one frame at a time, and a run of them (with a compressed one) as the concatenation.
+        for n in [0usize, 1, 255, 256, 65_791, 65_792, 128 << 10, (128 << 10) + 1, 300_000] {
+            let content: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+            let mut frame = Vec::new();
+            raw_frame(&mut frame, &content);
+            assert_eq!(zstd::zstd_safe::get_frame_content_size(&frame).unwrap(), Some(n as u64), "size {n}");
+            assert_eq!(zstd::zstd_safe::find_frame_compressed_size(&frame).unwrap(), frame.len(), "size {n}");
+            assert_eq!(zstd::stream::decode_all(&frame[..]).unwrap(), content, "size {n}");
+        }
+        let mut run = zstd::bulk::compress(b"{\"a\":1", 3).unwrap();
+        raw_frame(&mut run, b",\"b\":2");
+        run.extend(zstd::bulk::compress(b"}", 3).unwrap());
+        let mut d = Decompressor::new().unwrap();
+        assert_eq!(unpacked(&mut d, &run).unwrap(), r#"{"a":1,"b":2}"#);
+        // A frame cut short is an error, not a shorter body.
+        assert!(unpacked(&mut d, &run[..run.len() - 2]).is_err());
     }
 }
