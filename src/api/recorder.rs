@@ -112,7 +112,7 @@ fn prepare(registry: &Registry, dictionary: &'static Dictionary, now_ms: i64, en
     let id = new_ordered_id("tx", now_ms);
     let extra = [("transaction_id", id.as_str()), ("timestamp", &iso(now_ms)), ("entity_id", entity_id), ("mode", "live"), ("api_version", API_VERSION)];
     let fixed = FullText::new(&det).into_fixed(&extra);
-    let packed = dictionary.pack_fixed([&fixed[0], &fixed[1], &fixed[2]])?;
+    let packed = dictionary.pack_fixed(fixed.each_ref().map(String::as_str))?;
     Ok(Prepared { nexus, det, id, fixed, packed })
 }
 
@@ -454,8 +454,7 @@ impl AppState {
                 sales.push(Sale { entity_id: &job.entity_id, state: det.buyer_state, month, micros: payments[n].micros });
             }
             let settled = render::settled(tracking.as_ref(), &advisories);
-            let fixed = &prepared.fixed;
-            texts.push(render::joined([&fixed[0], &fixed[1], &fixed[2]], &settled));
+            texts.push(render::joined(prepared.fixed.each_ref().map(String::as_str), &settled));
             rows.push(transaction::Model {
                 id: prepared.id.clone(),
                 entity_id: job.entity_id.clone(),
