@@ -339,7 +339,7 @@ impl AppState {
         loop {
             match self.attempt(&mut conn, jobs, plan, &mut known, dictionary).await {
                 Ok(Some(out)) => return Ok((out, conn)),
-                Ok(None) => conn.rollback().await.map_err(StoreError::from)?,
+                Ok(None) => conn.rollback().await?,
                 Err(e) => {
                     // (If the rollback fails too, dropping the connection closes it, which rolls back.)
                     let _ = conn.rollback().await;
@@ -355,7 +355,7 @@ impl AppState {
     async fn attempt(&self, conn: &mut ScriptConn, jobs: &[RecordJob], plan: Plan<'_>, known: &mut Known, dictionary: &'static Dictionary) -> Result<Option<Vec<Answer>>, ApiError> {
         let Plan { live, counted, bursting, mut slots, news, payments, hits, first, usage, owners_at, nexus_at, external, vendor, revenue_at } = plan;
         let backend = conn.backend();
-        let answers = conn.run(first).await.map_err(StoreError::from)?;
+        let answers = conn.run(first).await?;
 
         // What the answers change: keys no longer valid, allowances used up, external ids already recorded.
         let counts = Store::counts_after(&hits, answers.models::<counter::Model>(usage, "").map_err(StoreError::from)?);
@@ -538,7 +538,7 @@ impl AppState {
         }
         Store::write_transactions(conn, &mut second, &rows).await?;
         second.commit();
-        conn.run(second).await.map_err(StoreError::from)?;
+        conn.run(second).await?;
         Ok(Some(out))
     }
 

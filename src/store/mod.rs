@@ -11,6 +11,7 @@ pub mod limits;
 pub mod nexus;
 pub mod packing;
 pub mod prepared;
+pub mod native;
 pub mod script;
 pub mod wal;
 

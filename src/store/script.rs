@@ -2,8 +2,9 @@
 //!
 //! A hot write transaction made of many small statements spends most of its time between them: on SQLite each
 //! statement is a hand-off to the connection's worker thread and back, on PostgreSQL a network round trip. A
-//! `Script` joins statements into one text that the database runs in order (SQLite's multi-statement prepare,
-//! PostgreSQL's simple-query protocol), and `Results` splits what comes back by statement.
+//! `Script` joins statements into one text that the database runs in order (PostgreSQL's simple-query
+//! protocol; on SQLite one statement after another on the connection's handle, which the transaction takes
+//! from the worker thread once: `native`), and `Results` splits what comes back by statement.
 //!
 //! The statements of the hot paths (the ledger batch, the limiter's counters) are written by hand as [`Sql`]:
 //! building them with sea-query took more than half of a ledger batch's own CPU time (query objects, boxed
@@ -29,9 +30,11 @@ use std::ops::Range;
 
 use futures::TryStreamExt;
 use sea_orm::sqlx::pool::PoolConnection;
-use sea_orm::sqlx::sqlite::SqliteArguments;
-use sea_orm::sqlx::{Arguments, Either, Executor, Postgres, Sqlite};
+use sea_orm::sqlx::{Either, Executor, Postgres};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, FromQueryResult, QueryResult, RuntimeErr, Statement};
+
+use super::native;
+use super::StoreError;
 
 /// A value in a hand-written statement.
 #[derive(Clone, Debug, PartialEq)]
@@ -278,7 +281,8 @@ pub struct Script<'a> {
     sql: String,
     /// SQLite: the parameters of every statement, in order.
     args: Vec<Arg<'a>>,
-    statements: usize,
+    /// Where each statement's text is in `sql` (without its `;`).
+    spans: Vec<Range<usize>>,
     begins: bool,
     commits: bool,
     /// PostgreSQL: the script runs prepared statements.
@@ -287,7 +291,7 @@ pub struct Script<'a> {
 
 impl<'a> Script<'a> {
     pub fn new(backend: DbBackend) -> Script<'a> {
-        Script { backend, sql: String::with_capacity(4096), args: Vec::new(), statements: 0, begins: false, commits: false, executes: false }
+        Script { backend, sql: String::with_capacity(4096), args: Vec::new(), spans: Vec::new(), begins: false, commits: false, executes: false }
     }
 
     /// A script that begins a write transaction (SQLite: IMMEDIATE, taking the write lock at once).
@@ -316,19 +320,20 @@ impl<'a> Script<'a> {
 
     /// Appends statements; returns their positions.
     pub fn add_all(&mut self, stmts: Vec<Sql<'a>>) -> Range<usize> {
-        let start = self.statements;
+        let start = self.statements();
         for s in stmts {
             self.add(s);
         }
-        start..self.statements
+        start..self.statements()
     }
 
     /// Appends a statement without values.
     pub fn push_sql(&mut self, sql: &str) -> usize {
+        let start = self.sql.len();
         self.sql.push_str(sql);
+        self.spans.push(start..self.sql.len());
         self.sql.push_str(";\n");
-        self.statements += 1;
-        self.statements - 1
+        self.spans.len() - 1
     }
 
     pub fn backend(&self) -> DbBackend {
@@ -337,7 +342,7 @@ impl<'a> Script<'a> {
 
     /// How many statements the script holds (the position of the next).
     pub fn statements(&self) -> usize {
-        self.statements
+        self.spans.len()
     }
 
     /// Ends the script with the transaction's commit.
@@ -379,7 +384,8 @@ impl Results {
 }
 
 enum Conn {
-    Sqlite(PoolConnection<Sqlite>),
+    /// Run through SQLite's C interface on the handle (`native`), taken at the first script.
+    Sqlite(native::Held),
     Postgres(PoolConnection<Postgres>),
 }
 
@@ -395,12 +401,24 @@ pub(super) fn sqlx_err(e: sea_orm::sqlx::Error) -> DbErr {
     DbErr::Query(RuntimeErr::SqlxError(e))
 }
 
+impl From<native::SqliteFailure> for StoreError {
+    fn from(e: native::SqliteFailure) -> Self {
+        if e.is_unique_violation() {
+            StoreError::Conflict(e.to_string())
+        } else if e.is_unavailable() {
+            StoreError::Unavailable(e.to_string())
+        } else {
+            StoreError::Other(e.to_string())
+        }
+    }
+}
+
 impl ScriptConn {
     pub async fn acquire(db: &DatabaseConnection) -> Result<ScriptConn, DbErr> {
         let backend = db.get_database_backend();
         let conn = match backend {
             DbBackend::Postgres => Conn::Postgres(db.get_postgres_connection_pool().acquire().await.map_err(acquire_err)?),
-            DbBackend::Sqlite => Conn::Sqlite(db.get_sqlite_connection_pool().acquire().await.map_err(acquire_err)?),
+            DbBackend::Sqlite => Conn::Sqlite(native::Held::new(db.get_sqlite_connection_pool().acquire().await.map_err(acquire_err)?)),
             DbBackend::MySql => return Err(DbErr::Custom("scripts run on SQLite or PostgreSQL".into())),
         };
         Ok(ScriptConn { conn, backend, open: false })
@@ -420,50 +438,38 @@ impl ScriptConn {
 
     /// Runs the script; a script that begins a transaction leaves it open until one commits it or
     /// [`ScriptConn::rollback`]. On error the statements after the failing one do not run.
-    pub async fn run(&mut self, script: Script<'_>) -> Result<Results, DbErr> {
+    pub async fn run(&mut self, script: Script<'_>) -> Result<Results, StoreError> {
         if script.begins {
             self.open = true;
         }
-        let mut out = match &mut self.conn {
-            Conn::Sqlite(c) => {
-                // sqlx runs the statements of one prepared query one after another on SQLite, binding each its
-                // share of the parameters. It marks that behaviour deprecated (launchbadge/sqlx#3108); should a
-                // later version drop it, the tests fail and literals in the text (as on PostgreSQL) serve SQLite
-                // too, at the cost of preparing every script anew.
-                let mut args = SqliteArguments::default();
-                args.reserve(script.args.len(), 0);
-                for a in script.args {
-                    let added = match a {
-                        Arg::Text(Cow::Borrowed(t)) => args.add(t),
-                        Arg::Text(Cow::Owned(t)) => args.add(t),
-                        Arg::Int(i) => args.add(i),
-                        Arg::Bool(b) => args.add(b),
-                        Arg::Blob(Cow::Borrowed(b)) => args.add(b),
-                        Arg::Blob(Cow::Owned(b)) => args.add(b),
-                        Arg::Null => args.add(None::<i64>),
-                    };
-                    added.map_err(|e| DbErr::Custom(format!("binding a value: {e}")))?;
-                }
-                result_sets((&mut **c).fetch_many(sea_orm::sqlx::query_with(&script.sql, args))).await.map_err(sqlx_err)?
+        let out = match &mut self.conn {
+            Conn::Sqlite(held) => {
+                let out = held.run(&script.sql, &script.spans, &script.args).await;
+                // (Whether a transaction is open is SQLite's to say: a script may fail before its BEGIN runs.)
+                self.open = held.in_transaction();
+                out?
             }
-            Conn::Postgres(c) => match postgres_script(c, &script.sql).await {
-                Ok(sets) => sets,
-                // The connection lacks the prepared statements (or holds them from before a migration): the
-                // transaction the script began is aborted; prepare them and run the script again.
-                Err(e) if script.begins && script.executes && super::prepared::missing(&e) => {
-                    c.execute(sea_orm::sqlx::raw_sql("ROLLBACK")).await.map_err(sqlx_err)?;
-                    super::prepared::prepare(c).await.map_err(sqlx_err)?;
-                    postgres_script(c, &script.sql).await.map_err(sqlx_err)?
-                }
-                Err(e) => return Err(sqlx_err(e)),
-            },
+            Conn::Postgres(c) => {
+                let mut sets = match postgres_script(c, &script.sql).await {
+                    Ok(sets) => sets,
+                    // The connection lacks the prepared statements (or holds them from before a migration): the
+                    // transaction the script began is aborted; prepare them and run the script again.
+                    Err(e) if script.begins && script.executes && super::prepared::missing(&e) => {
+                        c.execute(sea_orm::sqlx::raw_sql("ROLLBACK")).await.map_err(sqlx_err)?;
+                        super::prepared::prepare(c).await.map_err(sqlx_err)?;
+                        postgres_script(c, &script.sql).await.map_err(sqlx_err)?
+                    }
+                    Err(e) => return Err(sqlx_err(e).into()),
+                };
+                sets.pop(); // the empty set opened after the last statement's end
+                sets
+            }
         };
-        out.pop(); // the empty set opened after the last statement's end
         if script.commits {
             self.open = false;
         }
-        if out.len() != script.statements {
-            return Err(DbErr::Custom(format!("script of {} statements answered for {}", script.statements, out.len())));
+        if out.len() != script.statements() {
+            return Err(StoreError::Other(format!("script of {} statements answered for {}", script.statements(), out.len())));
         }
         Ok(Results(out))
     }
@@ -475,22 +481,22 @@ impl ScriptConn {
     /// (`return_to_pool` is public in sqlx 0.8 but hidden from its docs; Cargo.lock pins 0.8.6. Measured on
     /// the keyed load: the next batch's wait for the connection fell from about 200 µs to 70, plus 45 here.)
     pub async fn release(mut self) {
-        if let (Conn::Sqlite(c), false) = (&mut self.conn, self.open) {
-            c.return_to_pool().await;
+        if let (Conn::Sqlite(held), false) = (&mut self.conn, self.open) {
+            held.conn().return_to_pool().await;
         }
     }
 
     /// SQLite: copies the log's pages into the database file (a PASSIVE checkpoint), between transactions, so
     /// that the next transaction starts the log again (see `wal`). Elsewhere nothing.
-    pub async fn checkpoint(&mut self) -> Result<(), DbErr> {
-        if let (Conn::Sqlite(c), false) = (&mut self.conn, self.open) {
-            super::wal::passive(c).await.map_err(sqlx_err)?;
+    pub async fn checkpoint(&mut self) -> Result<(), StoreError> {
+        if let (Conn::Sqlite(held), false) = (&mut self.conn, self.open) {
+            super::wal::passive(held.conn()).await.map_err(sqlx_err)?;
         }
         Ok(())
     }
 
     /// Ends an open transaction without its writes.
-    pub async fn rollback(&mut self) -> Result<(), DbErr> {
+    pub async fn rollback(&mut self) -> Result<(), StoreError> {
         if !self.open {
             return Ok(());
         }
@@ -516,7 +522,7 @@ impl Drop for ScriptConn {
         if self.open {
             // Mid-transaction (a panic, or an error whose rollback failed): the database rolls back on close.
             match &mut self.conn {
-                Conn::Sqlite(c) => c.close_on_drop(),
+                Conn::Sqlite(held) => held.conn().close_on_drop(),
                 Conn::Postgres(c) => c.close_on_drop(),
             }
         }
