@@ -206,8 +206,8 @@ impl Store {
                 std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", dir.display())))?;
             }
         }
-        let log = file.map(|f| {
-            let mut log = f.into_os_string();
+        let log = file.as_ref().map(|f| {
+            let mut log = f.clone().into_os_string();
             log.push("-wal");
             std::path::PathBuf::from(log)
         });
@@ -241,7 +241,7 @@ impl Store {
             Some(_) => Database::connect(options(1, wal::WRITER_AUTOCHECKPOINT)).await?,
             None => db.clone(),
         };
-        let checkpoints = log.map(|log| std::sync::Arc::new(wal::Checkpoints::start(db.clone(), log)));
+        let checkpoints = file.zip(log).map(|(file, log)| std::sync::Arc::new(wal::Checkpoints::start(db.clone(), file, log)));
         Ok(Store { db, writer, leases: Default::default(), counter_batches: std::sync::Arc::new(group::Group::new(256, 1)), checkpoints })
     }
 

@@ -13,6 +13,15 @@
 //! the few pages written since the last background copy itself, before its next transaction
 //! ([`Checkpoints::take_restart`]), and that transaction starts the log again.
 //!
+//! A checkpoint syncs the log before it copies and the database file after, and on this filesystem (ext4)
+//! a sync writes out whatever of the file is dirty: the writer's copy, though it copies a few pages, synced
+//! everything written to either file since the last restart, and took longer the longer the log (about 5 ms at
+//! 1,000 pages, 18 at 10,000, on a machine whose syncs of a few pages take 0.25 ms). So before it asks the
+//! writer for that copy, the task syncs both files itself, off the write path ([`sync`]); the writer's syncs
+//! then find only what was written in the meantime (its copy took 1.8 ms at 10,000 pages), and the log can be
+//! long, which makes those pauses rare: at 10,000 pages (a 40 MB log file) about 3 a second at half of the keyed
+//! maximum, instead of 16 at 1,000.
+//!
 //! The writer's own automatic checkpoint stays as a backstop at a larger size (`WRITER_AUTOCHECKPOINT`):
 //! should the background copies stop keeping up, or the log not be found where the URL says (a symlinked
 //! path). Only the ledger batch finishes checkpoints; under other writers alone (the limiter,
@@ -27,11 +36,11 @@ use std::time::Duration;
 use sea_orm::DatabaseConnection;
 use tokio::sync::mpsc;
 
-/// Log length (pages) at which the writer finishes a checkpoint so that the log starts again; SQLite's own
-/// default for its automatic checkpoint.
-pub const RESTART_AT: i64 = 1000;
+/// Log length (pages) at which the writer finishes a checkpoint so that the log starts again (40 MB of 4 KB
+/// pages; SQLite's own automatic checkpoint waits for 1,000).
+pub const RESTART_AT: i64 = 10_000;
 /// The writer connection's automatic checkpoint (pages): only should the background copies fall behind.
-pub const WRITER_AUTOCHECKPOINT: u32 = 10_000;
+pub const WRITER_AUTOCHECKPOINT: u32 = 25_000;
 /// How often the background task copies while the database is written.
 const EVERY: Duration = Duration::from_millis(20);
 
@@ -43,8 +52,9 @@ pub struct Checkpoints {
 }
 
 impl Checkpoints {
-    /// Starts the background task (inside a Tokio runtime) for the database whose log is the file `log`.
-    pub fn start(db: DatabaseConnection, log: PathBuf) -> Checkpoints {
+    /// Starts the background task (inside a Tokio runtime) for the database in the file `file`, whose log is
+    /// the file `log`.
+    pub fn start(db: DatabaseConnection, file: PathBuf, log: PathBuf) -> Checkpoints {
         let restart = Arc::new(AtomicBool::new(false));
         let (alive, mut ended) = mpsc::channel::<()>(1);
         let flag = restart.clone();
@@ -67,6 +77,9 @@ impl Checkpoints {
                 if let Ok(Some((pages, _copied))) = checkpoint(&db).await {
                     copied_at = Some(modified);
                     if pages >= RESTART_AT {
+                        // (A failed sync leaves more for the writer's; it syncs in any case.)
+                        let files = [log.clone(), file.clone()];
+                        let _ = tokio::task::spawn_blocking(move || sync(&files)).await;
                         flag.store(true, Ordering::Relaxed);
                     }
                 }
@@ -92,6 +105,14 @@ pub fn sqlite_file(url: &str) -> Option<PathBuf> {
     }
     let decoded = percent_encoding::percent_decode_str(path).decode_utf8().ok()?;
     Some(PathBuf::from(decoded.as_ref()))
+}
+
+/// Writes the files' dirty pages to disk (`fdatasync`, whichever handle of a file was written through).
+fn sync(files: &[PathBuf]) -> std::io::Result<()> {
+    for f in files {
+        std::fs::File::open(f)?.sync_data()?;
+    }
+    Ok(())
 }
 
 /// A PASSIVE checkpoint on a connection of `db`'s pool (see [`passive`]).
