@@ -8,10 +8,10 @@ pub mod group;
 pub mod idempotency;
 pub mod ledger;
 pub mod limits;
+pub mod native;
 pub mod nexus;
 pub mod packing;
 pub mod prepared;
-pub mod native;
 pub mod script;
 pub mod wal;
 
@@ -57,6 +57,19 @@ fn is_connection_error(e: &sea_orm::sqlx::Error) -> bool {
             d.code().is_some_and(|c| c.starts_with("08") || c.starts_with("53") || c.starts_with("57P"))
         }
         _ => false,
+    }
+}
+
+/// A failure of the SQLite scripts run natively (`native`), classified as `From<DbErr>` classifies sqlx's.
+impl From<native::SqliteFailure> for StoreError {
+    fn from(e: native::SqliteFailure) -> Self {
+        if e.is_unique_violation() {
+            StoreError::Conflict(e.to_string())
+        } else if e.is_unavailable() {
+            StoreError::Unavailable(e.to_string())
+        } else {
+            StoreError::Other(e.to_string())
+        }
     }
 }
 

@@ -401,18 +401,6 @@ pub(super) fn sqlx_err(e: sea_orm::sqlx::Error) -> DbErr {
     DbErr::Query(RuntimeErr::SqlxError(e))
 }
 
-impl From<native::SqliteFailure> for StoreError {
-    fn from(e: native::SqliteFailure) -> Self {
-        if e.is_unique_violation() {
-            StoreError::Conflict(e.to_string())
-        } else if e.is_unavailable() {
-            StoreError::Unavailable(e.to_string())
-        } else {
-            StoreError::Other(e.to_string())
-        }
-    }
-}
-
 impl ScriptConn {
     pub async fn acquire(db: &DatabaseConnection) -> Result<ScriptConn, DbErr> {
         let backend = db.get_database_backend();
@@ -439,9 +427,6 @@ impl ScriptConn {
     /// Runs the script; a script that begins a transaction leaves it open until one commits it or
     /// [`ScriptConn::rollback`]. On error the statements after the failing one do not run.
     pub async fn run(&mut self, script: Script<'_>) -> Result<Results, StoreError> {
-        if script.begins {
-            self.open = true;
-        }
         let out = match &mut self.conn {
             Conn::Sqlite(held) => {
                 let out = held.run(&script.sql, &script.spans, &script.args).await;
@@ -450,6 +435,8 @@ impl ScriptConn {
                 out?
             }
             Conn::Postgres(c) => {
+                // (A transaction a script begins is open from then on, whatever fails, until a script commits it.)
+                self.open |= script.begins;
                 let mut sets = match postgres_script(c, &script.sql).await {
                     Ok(sets) => sets,
                     // The connection lacks the prepared statements (or holds them from before a migration): the
@@ -462,12 +449,10 @@ impl ScriptConn {
                     Err(e) => return Err(sqlx_err(e).into()),
                 };
                 sets.pop(); // the empty set opened after the last statement's end
+                self.open &= !script.commits;
                 sets
             }
         };
-        if script.commits {
-            self.open = false;
-        }
         if out.len() != script.statements() {
             return Err(StoreError::Other(format!("script of {} statements answered for {}", script.statements(), out.len())));
         }
