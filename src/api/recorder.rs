@@ -370,7 +370,7 @@ impl AppState {
         }
         let mut metered = Vec::new();
         for &i in &live {
-            if !owners.get(&jobs[i].key_id).is_some_and(|a| a.id == jobs[i].entity_id) {
+            if owners.get(&jobs[i].key_id).is_none_or(|a| a.id != jobs[i].entity_id) {
                 known.failed.insert(i, ApiError::unauthorized("unknown or revoked API key"));
                 learned = true;
             }

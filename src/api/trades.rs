@@ -757,7 +757,7 @@ impl AppState {
         m.insert("cost_basis".into(), money(cost));
         m.insert("lot".into(), lot_view(&lots[0]));
         m.insert("lots".into(), Value::Array(lots.iter().map(lot_view).collect()));
-        let mut w = wash_rule_view(rule, class, rule.map_or(false, |r| wash::applies(&r.value, class)));
+        let mut w = wash_rule_view(rule, class, rule.is_some_and(|r| wash::applies(&r.value, class)));
         w["replaced_losses"] = Value::Array(adjustments);
         w["note"] = json!("a buy within the window after a loss sale under the wash-sale rule disallows that loss; the loss is added to this lot's basis");
         m.insert("wash_sale".into(), w);
@@ -832,7 +832,7 @@ impl AppState {
 
         let class = req.asset_class.clone().or_else(|| pos.asset_class.clone());
         let rule = self.registry.gains.wash_sale_rule(day);
-        let applies = rule.map_or(false, |r| wash::applies(&r.value, class.as_deref()));
+        let applies = rule.is_some_and(|r| wash::applies(&r.value, class.as_deref()));
         let ids: Vec<String> = consumed.iter().map(|_| new_ordered_id("dsp", now_ms)).collect();
         let loss_idx: Vec<usize> = consumed.iter().enumerate().filter(|(_, c)| applies && c.gain() < Decimal::ZERO).map(|(i, _)| i).collect();
         // Replacements: lots of the symbol bought within the window, other than those this sell consumed.

@@ -17,7 +17,7 @@ pub use explain::{explain, explain_text};
 /// Loads a registry, printing diagnostics; `None` when there were errors.
 pub fn load_or_report(dir: &Path) -> Option<(Registry, SourceMap)> {
     // LEVY_PARTIAL_RULES=1 lets a directory still being written load without all 51 jurisdictions.
-    let partial = std::env::var("LEVY_PARTIAL_RULES").map_or(false, |v| v == "1");
+    let partial = std::env::var("LEVY_PARTIAL_RULES").is_ok_and(|v| v == "1");
     let (reg, diags, sources) = load_dir_with(dir, partial);
     print_diagnostics(&diags, &sources);
     reg.map(|r| (r, sources))
@@ -62,7 +62,7 @@ pub fn test(dir: &Path, filter: Option<&str>) -> u8 {
         return 1;
     }
     let (mut passed, mut failed) = (0, 0);
-    for case in cases.iter().filter(|c| filter.map_or(true, |f| c.name.contains(f))) {
+    for case in cases.iter().filter(|c| filter.is_none_or(|f| c.name.contains(f))) {
         let out = run_case(&reg, case);
         if out.failures.is_empty() {
             passed += 1;

@@ -206,8 +206,8 @@ impl Determination {
     pub fn with_vendor_prior(&self, reg: &Registry, req: &Request, prior: Decimal) -> (Option<Tracking1099>, Vec<Advisory>) {
         let tracking = tracking_1099(reg, req, self.as_of, Some(prior));
         let mut advisories = self.advisories.clone();
-        let exceeded = tracking.as_ref().map_or(false, |t| t.threshold_exceeded);
-        let present = advisories.get(self.information_return_at).map_or(false, |a| a.code == INFORMATION_RETURN_ADVISORY);
+        let exceeded = tracking.as_ref().is_some_and(|t| t.threshold_exceeded);
+        let present = advisories.get(self.information_return_at).is_some_and(|a| a.code == INFORMATION_RETURN_ADVISORY);
         if present && !exceeded {
             advisories.remove(self.information_return_at);
         } else if exceeded && !present && !advisories.iter().any(|a| a.code == INFORMATION_RETURN_ADVISORY) {
@@ -336,7 +336,7 @@ fn rate_with(j: &Jurisdiction, facts: &FactSet, as_of: NaiveDate, amount: Decima
             }
             continue;
         }
-        if !r.when.as_ref().map_or(true, |c| facts.holds(c)) {
+        if !r.when.as_ref().is_none_or(|c| facts.holds(c)) {
             if let Some(t) = trace.as_deref_mut() {
                 t.push(TraceStep { stage: "taxability", rule: Some(r.id.clone()), result: "condition does not hold".into() });
             }
@@ -350,7 +350,7 @@ fn rate_with(j: &Jurisdiction, facts: &FactSet, as_of: NaiveDate, amount: Decima
                 for (o, c) in alts {
                     let t = outcome_tax(o, amount, state_rate, local_rate).ok_or_else(|| internal("tax overflow"))?;
                     readings.push((describe(o), t, c.clone()));
-                    if best.as_ref().map_or(true, |(_, bt)| t > *bt) {
+                    if best.as_ref().is_none_or(|(_, bt)| t > *bt) {
                         best = Some((o.clone(), t));
                     }
                 }
@@ -434,7 +434,7 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
     let src_rule = j
         .sourcing
         .iter()
-        .find(|r| r.covers(as_of) && r.when.as_ref().map_or(true, |c| facts.holds(c)))
+        .find(|r| r.covers(as_of) && r.when.as_ref().is_none_or(|c| facts.holds(c)))
         .ok_or_else(|| internal(format!("no {} sourcing rule on {as_of}", j.code)))?;
     let sourcing = match &src_rule.body {
         RuleBody::Single(s) => *s,
@@ -455,7 +455,7 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
     };
 
     // Rates.
-    let local_taxes = in_force(&j.local_taxes, as_of).map_or(false, |d| d.value);
+    let local_taxes = in_force(&j.local_taxes, as_of).is_some_and(|d| d.value);
     let mut layers = vec![];
     let mut locality = None;
     match &sourced_zip {
@@ -465,7 +465,7 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
                 cx.lower_confidence(20, format!("zip {zip} is in {}, not {}", state_code(area.state), j.code));
             }
             Some(area) if local_taxes => {
-                for l in area.layers.iter().filter(|l| l.from <= as_of && l.to.map_or(true, |t| as_of <= t)) {
+                for l in area.layers.iter().filter(|l| l.from <= as_of && l.to.is_none_or(|t| as_of <= t)) {
                     layers.push(AppliedLayer { level: l.level.clone(), name: l.name.clone(), rate: l.rate, citation: l.citation.clone() });
                 }
                 locality = Some(area.locality.clone());
@@ -595,11 +595,11 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
     // Nexus-independent (special) taxes, levied on the buyer where the buyer is.
     let mut special = vec![];
     let role_seller = facts.get(Fact::role) == Some(0);
-    let has_nexus = input.nexus.map_or(false, |n| n.get(&req.buyer_state).copied().unwrap_or(false));
+    let has_nexus = input.nexus.is_some_and(|n| n.get(&req.buyer_state).copied().unwrap_or(false));
     if !outside {
         if let Some(zip) = &req.buyer_zip {
             for s in reg.special_taxes.iter().filter(|s| s.state == req.buyer_state && s.zips.iter().any(|z| z == zip)) {
-                if !s.when.as_ref().map_or(true, |c| facts.holds(c)) {
+                if !s.when.as_ref().is_none_or(|c| facts.holds(c)) {
                     cx.trace("special_tax", Some(&s.id), "condition does not hold");
                     continue;
                 }
@@ -678,7 +678,7 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
     // 1099 tracking, by the transaction's tax year.
     let tracking_1099 = tracking_1099(reg, req, as_of, input.vendor_ytd);
     let information_return_at = cx.advisories.len();
-    if tracking_1099.as_ref().map_or(false, |t| t.threshold_exceeded) {
+    if tracking_1099.as_ref().is_some_and(|t| t.threshold_exceeded) {
         cx.advise(INFORMATION_RETURN_ADVISORY, None);
     }
 

@@ -54,7 +54,7 @@ impl FactSet {
             Cond::And(parts) => parts.iter().all(|c| self.holds(c)),
             Cond::Or(parts) => parts.iter().any(|c| self.holds(c)),
             Cond::Not(c) => !self.holds(c),
-            Cond::In { fact, values, negated, .. } => self.get(*fact).map_or(false, |v| values.contains(&v)) != *negated,
+            Cond::In { fact, values, negated, .. } => self.get(*fact).is_some_and(|v| values.contains(&v)) != *negated,
             Cond::Eq { fact, value, negated, .. } => (self.get(*fact) == Some(*value)) != *negated,
             Cond::Set { fact, negated, .. } => self.declared(*fact).is_some() != *negated,
             Cond::Flag { fact, .. } => self.flag(*fact),

@@ -114,7 +114,7 @@ pub fn alerts(reg: &Registry, revenue: &[MonthRevenue], has_nexus: &BTreeMap<usi
                 (Some(a), None) | (None, Some(a)) => a,
                 (None, None) => Decimal::ZERO,
             };
-            if best.as_ref().map_or(true, |b| share > b.percent) {
+            if best.as_ref().is_none_or(|b| share > b.percent) {
                 best = Some(NexusAlert {
                     state: code,
                     revenue: sales,

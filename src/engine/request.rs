@@ -310,7 +310,7 @@ pub fn parse_request(body: &Value) -> Result<Request, Vec<FieldError>> {
         }
     };
     let vendor_ytd_override = v.decimal("vendor_ytd_override", obj.get("vendor_ytd_override"));
-    if vendor_ytd_override.map_or(false, |x| x < Decimal::ZERO) {
+    if vendor_ytd_override.is_some_and(|x| x < Decimal::ZERO) {
         v.err("vendor_ytd_override", "must be at least 0");
     }
     let seller_remitting = v.boolean("seller_remitting", obj.get("seller_remitting"));

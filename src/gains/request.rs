@@ -160,7 +160,7 @@ pub fn parse_trade(body: &Value, now: DateTime<Utc>) -> Result<TradeRequest, Vec
     let asset_class = v.one_of(obj, "asset_class", false, &ASSET_CLASSES);
 
     let is_sell = trade_type.as_deref() == Some("sell");
-    let method_given = obj.get("accounting_method").map_or(false, |m| !m.is_null());
+    let method_given = obj.get("accounting_method").is_some_and(|m| !m.is_null());
     if trade_type.as_deref() == Some("buy") && method_given {
         v.err("accounting_method", "applies to sells only; a buy always makes a new lot");
     }

@@ -14,7 +14,7 @@ use crate::rules::gains::WashSaleRule;
 
 /// Whether the rule reaches an asset of this class (an omitted class is outside it).
 pub fn applies(rule: &WashSaleRule, asset_class: Option<&str>) -> bool {
-    asset_class.map_or(false, |c| rule.asset_classes.iter().any(|x| x == c))
+    asset_class.is_some_and(|c| rule.asset_classes.iter().any(|x| x == c))
 }
 
 /// Whether an acquisition on `acquired` falls in the window around a sale on `sold`.

@@ -51,7 +51,7 @@ pub fn load_cases(dir: &Path, sources: &mut SourceMap) -> (Vec<Case>, Diags) {
     let mut d = vec![];
     let mut out = vec![];
     let mut files: Vec<_> = std::fs::read_dir(dir.join("tests"))
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().map_or(false, |x| x == "yaml")).collect())
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "yaml")).collect())
         .unwrap_or_default();
     files.sort();
     for path in files {

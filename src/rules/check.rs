@@ -81,9 +81,9 @@ pub fn dated<T>(what: &str, list: &[Dated<T>], coverage_from: NaiveDate, d: &mut
 /// no conditional rule may sit behind a default that always wins.
 pub fn taxability_coverage(code: &str, rules: &[Rule<TaxOutcome>], outside: &[bool], coverage_from: NaiveDate, file_span: &Span, d: &mut Vec<Diagnostic>) {
     for (ci, cat) in CATEGORIES.iter().enumerate() {
-        let applies = |r: &Rule<TaxOutcome>| r.when.as_ref().and_then(Cond::category_test).map_or(false, |cs| cs.contains(&(ci as u16)));
+        let applies = |r: &Rule<TaxOutcome>| r.when.as_ref().and_then(Cond::category_test).is_some_and(|cs| cs.contains(&(ci as u16)));
         let defaults: Vec<&Rule<TaxOutcome>> =
-            rules.iter().filter(|r| applies(r) && r.when.as_ref().map_or(false, Cond::is_pure_category_test)).collect();
+            rules.iter().filter(|r| applies(r) && r.when.as_ref().is_some_and(Cond::is_pure_category_test)).collect();
         if outside.get(ci).copied().unwrap_or(false) {
             continue;
         }
@@ -98,12 +98,12 @@ pub fn taxability_coverage(code: &str, rules: &[Rule<TaxOutcome>], outside: &[bo
         dated_ranges(&format!("{code} default rules for `{cat}`"), &mut ranges, Some(coverage_from), true, d);
         // A conditional rule after a default that covers all its dates can never fire.
         for (pos, r) in rules.iter().enumerate() {
-            if !applies(r) || r.when.as_ref().map_or(true, Cond::is_pure_category_test) {
+            if !applies(r) || r.when.as_ref().is_none_or(Cond::is_pure_category_test) {
                 continue;
             }
             let shadow = rules[..pos].iter().find(|def| {
                 applies(def)
-                    && def.when.as_ref().map_or(false, Cond::is_pure_category_test)
+                    && def.when.as_ref().is_some_and(Cond::is_pure_category_test)
                     && def.from <= r.from
                     && match (def.to, r.to) {
                         (None, _) => true,

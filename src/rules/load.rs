@@ -39,7 +39,7 @@ pub fn read_yaml(path: &Path, sources: &mut SourceMap, d: &mut Diags) -> Option<
 
 pub(crate) fn yaml_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().map_or(false, |x| x == "yaml" || x == "yml")).collect())
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml")).collect())
         .unwrap_or_default();
     files.sort();
     files
@@ -103,7 +103,7 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
     let mut special_taxes = vec![];
     for path in yaml_files(&dir.join("local")) {
         let Some(node) = read_yaml(&path, &mut sources, &mut d) else { continue };
-        if path.file_stem().map_or(false, |s| s == "special") {
+        if path.file_stem().is_some_and(|s| s == "special") {
             special_taxes = special(&node, coverage_from, &mut ids, &mut d);
         } else {
             local(&node, &path, &mut zips, &mut d);

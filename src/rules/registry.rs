@@ -28,7 +28,7 @@ pub struct Dated<T> {
 
 impl<T> Dated<T> {
     pub fn covers(&self, day: NaiveDate) -> bool {
-        self.from <= day && self.to.map_or(true, |t| day <= t)
+        self.from <= day && self.to.is_none_or(|t| day <= t)
     }
 }
 
@@ -59,7 +59,7 @@ pub struct Rule<O> {
 
 impl<O> Rule<O> {
     pub fn covers(&self, day: NaiveDate) -> bool {
-        self.from <= day && self.to.map_or(true, |t| day <= t)
+        self.from <= day && self.to.is_none_or(|t| day <= t)
     }
 }
 

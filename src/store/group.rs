@@ -157,7 +157,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_batch_answers_none() {
         let group = Group::<u32, u32>::new(4, 1);
-        let r = group.submit(1, |_jobs, _replies: Replies<u32>| async { Option::<()>::None.expect("writer failed") }).await;
+        let r = group.submit(1, |_jobs, _replies: Replies<u32>| async { panic!("writer failed") }).await;
         assert_eq!(r, None);
         // The group still works afterwards.
         assert_eq!(group.submit(2, |jobs, replies| async move { replies.send(jobs) }).await, Some(2));

@@ -440,7 +440,7 @@ async fn postgres_batches_run_statements_prepared_on_first_need() {
         app.give_back(conns).await;
     };
     each_connection(None).await;
-    let held = prepared_on_each_connection(&app).await;
+    let held = prepared_on_each_connection(app).await;
     assert!(held.iter().all(|names| names == &expected), "{held:?}");
     db.execute(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, r#"ALTER TABLE "nexus_states" ADD COLUMN "note" text"#)).await.unwrap();
     let r = app.post("/api/v1/calculate", Some(&a.key), &call(50)).await;
@@ -449,7 +449,7 @@ async fn postgres_batches_run_statements_prepared_on_first_need() {
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     // Every connection loses them (SQLSTATE 26000 on the next use): prepared again.
     each_connection(Some(r#"DEALLOCATE "levy_add_counters"; DEALLOCATE "levy_add_state_revenue"; DEALLOCATE "levy_add_vendor_ytd"; DEALLOCATE "levy_key_owners"; DEALLOCATE "levy_nexus_states"; DEALLOCATE "levy_state_revenue_from""#)).await;
-    assert!(prepared_on_each_connection(&app).await.iter().all(Vec::is_empty));
+    assert!(prepared_on_each_connection(app).await.iter().all(Vec::is_empty));
     let r = app.post("/api/v1/calculate", Some(&a.key), &call(25)).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(num(&r.json["tracking_1099"]["vendor_ytd_total"]), 175.0, "{}", r.text);

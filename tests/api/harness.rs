@@ -223,7 +223,7 @@ macro_rules! on_both {
     ($($name:ident),+ $(,)?) => {
         $(
             mod $name {
-                use crate::harness::{Backend, TestApp};
+                use $crate::harness::{Backend, TestApp};
 
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn sqlite() {
