@@ -274,12 +274,10 @@ impl Statement {
             return Err(SqliteFailure::of(db, rc));
         }
         let Some(stmt) = NonNull::new(stmt) else { return Err(SqliteFailure::misuse(format!("no statement in {text:?}"))) };
-        let statement = Statement { stmt, columns: Arc::from([]) };
         // SAFETY: `tail` points into `text`, at or after its start.
         let used = unsafe { tail.cast::<u8>().offset_from(text.as_ptr()) } as usize;
         if !text[used..].trim_matches(|c: char| c.is_whitespace() || c == ';').is_empty() {
-            // (Dropping `statement` would leak it: finalize by hand.)
-            // SAFETY: just prepared.
+            // SAFETY: just prepared, and kept nowhere.
             unsafe { ffi::sqlite3_finalize(stmt.as_ptr()) };
             return Err(SqliteFailure::misuse(format!("more than one statement in {text:?}")));
         }
@@ -295,7 +293,7 @@ impl Statement {
                 })
                 .collect::<Vec<_>>()
         };
-        Ok(Statement { columns: columns.into(), ..statement })
+        Ok(Statement { stmt, columns: columns.into() })
     }
 
     /// Binds the next values to the parameters, steps to the end, and leaves the statement reset and unbound.
