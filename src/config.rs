@@ -1,7 +1,9 @@
 //! Settings, from flags and environment: where to listen, which database, where the rules and secrets are,
-//! and the limiter values (the spec's, overridable only for load benchmarks).
+//! the limiter values (the spec's, overridable only for load benchmarks) and the bounds that protect the
+//! service from abusive clients (body size, read and request time, login and signup rates).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -11,23 +13,99 @@ pub struct Limits {
     pub demo_per_minute: i64,
     /// Keyless demo calls per IP per UTC day (spec: 50).
     pub demo_per_day: i64,
+    /// Failed logins per account (by email, known or not) in one login window.
+    pub login_failures_per_account: i64,
+    /// Failed logins per client address in one login window (password spraying across accounts).
+    pub login_failures_per_address: i64,
+    /// The login window, in seconds.
+    pub login_window_secs: i64,
+    /// Signups per client address per hour.
+    pub signups_per_hour: i64,
+    /// Signups per client address per UTC day.
+    pub signups_per_day: i64,
+    /// Request size and time bounds.
+    pub bounds: Bounds,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { burst_per_minute: 120, demo_per_minute: 30, demo_per_day: 50 }
+        Limits {
+            burst_per_minute: 120,
+            demo_per_minute: 30,
+            demo_per_day: 50,
+            login_failures_per_account: 10,
+            login_failures_per_address: 30,
+            login_window_secs: 15 * 60,
+            signups_per_hour: 5,
+            signups_per_day: 20,
+            bounds: Bounds::default(),
+        }
     }
 }
 
+/// A whole number from the environment, or `default` when unset or not a number.
+fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+}
+
 impl Limits {
-    /// The spec's limits, except where LEVY_BURST_LIMIT / LEVY_DEMO_MINUTE_LIMIT / LEVY_DEMO_DAY_LIMIT say otherwise.
+    /// The defaults, except where the LEVY_* variables of the README's settings table say otherwise.
     pub fn from_env() -> Self {
         let d = Limits::default();
-        let get = |name: &str, default: i64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
         Limits {
-            burst_per_minute: get("LEVY_BURST_LIMIT", d.burst_per_minute),
-            demo_per_minute: get("LEVY_DEMO_MINUTE_LIMIT", d.demo_per_minute),
-            demo_per_day: get("LEVY_DEMO_DAY_LIMIT", d.demo_per_day),
+            burst_per_minute: env_number("LEVY_BURST_LIMIT", d.burst_per_minute),
+            demo_per_minute: env_number("LEVY_DEMO_MINUTE_LIMIT", d.demo_per_minute),
+            demo_per_day: env_number("LEVY_DEMO_DAY_LIMIT", d.demo_per_day),
+            login_failures_per_account: env_number("LEVY_LOGIN_ACCOUNT_LIMIT", d.login_failures_per_account),
+            login_failures_per_address: env_number("LEVY_LOGIN_ADDRESS_LIMIT", d.login_failures_per_address),
+            login_window_secs: env_number("LEVY_LOGIN_WINDOW_SECS", d.login_window_secs),
+            signups_per_hour: env_number("LEVY_SIGNUP_HOUR_LIMIT", d.signups_per_hour),
+            signups_per_day: env_number("LEVY_SIGNUP_DAY_LIMIT", d.signups_per_day),
+            bounds: Bounds::from_env(),
+        }
+    }
+}
+
+/// How much a client may send, and how long it may take: enforced while the request is read, so an
+/// oversized or slow request costs at most these bounds.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    /// The largest request body read; a larger one is refused without being read past this size.
+    pub max_body_bytes: usize,
+    /// Body bytes held at once across all requests, past each body's first 16 KiB (see `api::payload::BodyBudget`).
+    pub body_budget_bytes: usize,
+    /// Time allowed for a request's headers, from the first byte of the request (HTTP/1).
+    pub header_timeout: Duration,
+    /// Time allowed for a request's body, from when the handler starts reading it.
+    pub body_timeout: Duration,
+    /// Time allowed for a whole request, from its headers to its response.
+    pub request_timeout: Duration,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            max_body_bytes: 1 << 20,
+            body_budget_bytes: 8 << 20,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Bounds {
+    /// The defaults, except where LEVY_MAX_BODY_BYTES, LEVY_BODY_BUDGET_BYTES and the LEVY_*_TIMEOUT_SECS
+    /// variables say otherwise.
+    pub fn from_env() -> Self {
+        let d = Bounds::default();
+        let secs = |name: &str, default: Duration| Duration::from_secs(env_number(name, default.as_secs()).max(1));
+        Bounds {
+            max_body_bytes: env_number("LEVY_MAX_BODY_BYTES", d.max_body_bytes),
+            body_budget_bytes: env_number("LEVY_BODY_BUDGET_BYTES", d.body_budget_bytes),
+            header_timeout: secs("LEVY_HEADER_TIMEOUT_SECS", d.header_timeout),
+            body_timeout: secs("LEVY_BODY_TIMEOUT_SECS", d.body_timeout),
+            request_timeout: secs("LEVY_REQUEST_TIMEOUT_SECS", d.request_timeout),
         }
     }
 }

@@ -67,6 +67,24 @@ pub fn verify_password(password: &str, stored: &str) -> bool {
     PasswordHash::new(stored).is_ok_and(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
 }
 
+/// The hash of a password no one knows, made once with the parameters of every stored hash.
+fn decoy_hash() -> &'static str {
+    static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DECOY.get_or_init(|| hash_password(&random_hex(32)).unwrap_or_default())
+}
+
+/// Whether `password` opens the account whose hash is `stored`. With no account (an unknown email) the same
+/// argon2 work is done against a decoy hash, so the time taken does not tell which emails exist.
+pub fn check_login_password(password: &str, stored: Option<&str>) -> bool {
+    match stored {
+        Some(hash) => verify_password(password, hash),
+        None => {
+            let _ = verify_password(password, decoy_hash());
+            false
+        }
+    }
+}
+
 /// The key that encrypts EINs at rest.
 #[derive(Clone)]
 pub struct DataKey([u8; 32]);
@@ -131,6 +149,23 @@ mod tests {
         assert!(!sealed.contains("123456789"));
         assert_eq!(key.decrypt(&sealed).unwrap(), "123456789");
         assert!(DataKey::generate().decrypt(&sealed).is_err());
+    }
+
+    #[test]
+    fn unknown_emails_cost_a_full_verification() {
+        // The decoy is a real argon2 hash with the parameters (algorithm, version, memory, time, lanes) of a
+        // stored one, so checking against it does the same work; and it opens for no password.
+        let stored = hash_password("correct horse").unwrap();
+        let params = |h: &str| {
+            let h = PasswordHash::new(h).unwrap();
+            (h.algorithm.to_string(), h.version, h.params.to_string(), h.salt.map(|s| s.len()), h.hash.map(|o| o.len()))
+        };
+        assert_eq!(params(decoy_hash()), params(&stored));
+        assert_eq!(params(&stored).2, "m=19456,t=2,p=1", "argon2id's OWASP parameters, the argon2 crate's default");
+        assert!(!check_login_password("correct horse", None));
+        assert!(!check_login_password("", None));
+        assert!(check_login_password("correct horse", Some(&stored)));
+        assert!(!check_login_password("wrong horse", Some(&stored)));
     }
 
     #[test]

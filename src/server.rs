@@ -1,11 +1,17 @@
 //! Starting the service: load and check the rules (a rule error stops start-up with the analyst's
 //! diagnostics), open the data key, connect and migrate the database, then serve until SIGINT/SIGTERM.
 
+use std::convert::Infallible;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
-use poem::listener::TcpListener;
-use poem::Server;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use poem::http::uri::Scheme;
+use poem::web::{LocalAddr, RemoteAddr};
+use poem::{Endpoint, EndpointExt};
 
 use crate::api::{app, AppState};
 use crate::clock::Clock;
@@ -83,13 +89,64 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let endpoint = app(state.clone(), trust);
     tokio::spawn(prune_counters(state));
     let backend = if config.database_url.starts_with("postgres") { "postgres" } else { "sqlite" };
+    let listener = tokio::net::TcpListener::bind(&config.bind).await.map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
     tracing::info!(bind = %config.bind, database = backend, "levy listening; docs at /docs");
-    Server::new(TcpListener::bind(config.bind.clone()))
-        .run_with_graceful_shutdown(endpoint, shutdown_signal(), Some(std::time::Duration::from_secs(10)))
-        .await
-        .map_err(|e| format!("server error on {}: {e}", config.bind))?;
+    accept_until_shutdown(listener, endpoint, config.limits.bounds.header_timeout, shutdown_signal()).await;
     tracing::info!("shut down cleanly");
     Ok(())
+}
+
+/// The most a connection's read buffer holds (the headers must fit in it).
+const READ_BUFFER_BYTES: usize = 64 << 10;
+
+/// Serves HTTP/1 and HTTP/2 connections from `listener` until `shutdown` resolves, then lets in-flight requests
+/// finish for up to 10 seconds. An HTTP/1 request's headers must arrive within `header_timeout`.
+pub async fn accept_until_shutdown(
+    listener: tokio::net::TcpListener,
+    endpoint: impl Endpoint<Output = poem::Response> + 'static,
+    header_timeout: Duration,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let endpoint = Arc::new(endpoint.boxed());
+    let local = listener.local_addr().map(|a| LocalAddr(a.into())).unwrap_or_default();
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // A connection's read buffer holds at most 64 KiB (hyper's default is about 400 KiB): what a request's
+    // headers may take, and what a body being read costs beside its own bytes.
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(header_timeout).max_buf_size(READ_BUFFER_BYTES);
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (socket, remote) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait a moment rather than spin.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let (endpoint, local) = (endpoint.clone(), local.clone());
+        let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+            let (endpoint, local) = (endpoint.clone(), local.clone());
+            async move {
+                let req = poem::Request::from((req, local, RemoteAddr(remote.into()), Scheme::HTTP));
+                Ok::<_, Infallible>(hyper::Response::from(endpoint.get_response(req).await))
+            }
+        });
+        let connection = graceful.watch(builder.serve_connection_with_upgrades(TokioIo::new(socket), service).into_owned());
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(Duration::from_secs(10)) => tracing::warn!("in-flight requests still running after 10 s; stopping"),
+    }
 }
 
 async fn prune_counters(state: Arc<AppState>) {

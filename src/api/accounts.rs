@@ -15,7 +15,8 @@ use super::schema::accounts::{AgentCreated, CreateAgentRequest, LoginRequest, Lo
 use super::{ApiTags, AppState};
 use crate::error_responses;
 use crate::rules::schema::{state_index, WORK_TYPES};
-use crate::security::{hash_password, new_id, new_session_token, sha256_hex, verify_password};
+use super::context::client_ip;
+use crate::security::{check_login_password, hash_password, new_id, new_session_token, sha256_hex};
 use crate::store::entity::{agent, entity, session};
 use crate::store::StoreError;
 use crate::validate::Checker;
@@ -42,6 +43,7 @@ pub enum SignupResponses {
 error_responses!(SignupErrors {
     400 => BadRequest: "INVALID_INPUT (errors name each field) or INVALID_JSON_BODY; nothing is written.",
     409 => Conflict: "RESOURCE_CONFLICT: the email is already registered.",
+    429 => TooMany: "RATE_LIMITED: too many signups from this address (per hour and per UTC day); Retry-After says when to try again.",
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
@@ -56,6 +58,7 @@ pub enum LoginResponses {
 error_responses!(LoginErrors {
     400 => BadRequest: "INVALID_INPUT or INVALID_JSON_BODY.",
     401 => Unauthorized: "UNAUTHORIZED: unknown email or wrong password (the message does not say which).",
+    429 => TooMany: "RATE_LIMITED: too many failed logins for this account or from this address in the login window; Retry-After says when to try again.",
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
@@ -92,9 +95,16 @@ fn valid_email(e: &str) -> bool {
     !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.') && !e.contains(char::is_whitespace) && !domain.contains('@')
 }
 
+/// A valid signup; `account.password_hash` is filled in by [`blocking`] hashing once the signup limit allows it.
 struct Signup {
     account: entity::Model,
     agent: agent::Model,
+    password: String,
+}
+
+/// Argon2 work, off the request threads (it takes tens of milliseconds of CPU by design).
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work).await.map_err(ApiError::internal)
 }
 
 fn parse_signup(value: &Value, state: &AppState, now: i64) -> Result<Signup, ApiError> {
@@ -160,11 +170,12 @@ fn parse_signup(value: &Value, state: &AppState, now: i64) -> Result<Signup, Api
     };
     let id = new_id("ent");
     Ok(Signup {
+        password,
         agent: agent::Model { id: new_id("agt"), entity_id: id.clone(), name: agent_name.clone(), work_type: work_type.clone(), description: description.clone(), created_at: now },
         account: entity::Model {
             id,
             email,
-            password_hash: hash_password(&password).map_err(ApiError::internal)?,
+            password_hash: String::new(),
             agent_name,
             agent_work_type: work_type,
             agent_description: description,
@@ -196,7 +207,10 @@ impl AccountsApi {
     async fn signup(&self, body: JsonBody<SignupRequest>) -> Result<SignupResponses, SignupErrors> {
         let s = &self.0;
         let now = s.clock.now_ms();
-        let parsed = parse_signup(body.value()?, s, now)?;
+        let mut parsed = parse_signup(body.value()?, s, now)?;
+        s.check_signup(&client_ip()).await?;
+        let password = std::mem::take(&mut parsed.password);
+        parsed.account.password_hash = blocking(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
         let (raw_key, key_row) = new_key(&parsed.account.id, "Default", now);
         let (entity_id, agent_id) = (parsed.account.id.clone(), parsed.agent.id.clone());
         match s.store.create_account(parsed.account, parsed.agent, key_row.clone()).await {
@@ -234,10 +248,16 @@ impl AccountsApi {
         if !c.errors.is_empty() {
             return Err(ApiError::fields(&c.errors).into());
         }
-        let account = s.store.entity_by_email(&email.trim().to_ascii_lowercase()).await.map_err(ApiError::from)?;
-        let Some(account) = account.filter(|a| verify_password(&password, &a.password_hash)) else {
+        let email = email.trim().to_ascii_lowercase();
+        let ip = client_ip();
+        s.check_login(&email, &ip).await?;
+        let account = s.store.entity_by_email(&email).await.map_err(ApiError::from)?;
+        let stored = account.as_ref().map(|a| a.password_hash.clone());
+        let opened = blocking(move || check_login_password(&password, stored.as_deref())).await?;
+        let Some(account) = account.filter(|_| opened) else {
             return Err(ApiError::unauthorized("wrong email or password").into());
         };
+        s.login_succeeded(&email, &ip).await?;
         let now = s.clock.now_ms();
         let token = new_session_token();
         let expires = now + SESSION_LIFETIME_MS;

@@ -1,4 +1,5 @@
-//! The limiters: per-key burst, per-account monthly allowance, and the per-IP demo windows.
+//! The limiters: per-key burst, per-account monthly allowance, the per-IP demo windows, and the windows that
+//! bound login failures (per account and per address) and signups (per address).
 //! Every count is reserved by an atomic upsert in the shared database, so several instances behind one
 //! PostgreSQL never grant more than a limit between them. Keyed calculate calls are counted one by one, in
 //! the ledger batch with the month's usage (`recorder`); trades and the demo take their units from leases
@@ -14,9 +15,12 @@ use super::error::{ApiError, ErrorCode};
 use super::plans::{plan, Overage};
 use super::AppState;
 use crate::store::entity::entity;
+use crate::security::sha256_hex;
 use crate::store::limits::CounterHit;
 
 const MINUTE_MS: i64 = 60_000;
+const HOUR_MS: i64 = 60 * MINUTE_MS;
+const DAY_MS: i64 = 24 * HOUR_MS;
 
 /// Start of the current UTC month, in Unix ms.
 pub fn month_start_ms(now_ms: i64) -> i64 {
@@ -59,6 +63,21 @@ pub fn allowance(account: &entity::Model, now_ms: i64, calls: i64) -> Result<Opt
         Overage::HardCutoff => Err(ApiError::rate_limited(format!("Monthly limit reached: the {} plan includes {} calls per month; upgrade to continue", p.name, p.monthly_calls))),
         Overage::Meter(_) => Ok(Some(CounterHit { name: format!("overage:{}", account.id), ..monthly_call(&account.id, now_ms) })),
     }
+}
+
+/// The login-failure counter of an email, known or not (hashed: counter names are not a list of emails).
+fn login_account(email: &str) -> String {
+    format!("login-account:{}", sha256_hex(email.as_bytes()))
+}
+
+fn login_address(ip: &str) -> String {
+    format!("login-address:{ip}")
+}
+
+/// The 429 of a window used up, with Retry-After: the seconds until it ends.
+fn window_used_up(now_ms: i64, window_end_ms: i64, message: String) -> ApiError {
+    set_header("Retry-After", ceil_seconds(window_end_ms - now_ms).max(1));
+    ApiError::rate_limited(message)
 }
 
 /// What an account has used this month.
@@ -111,13 +130,60 @@ impl AppState {
         })
     }
 
+    /// Adds `n` to counter `name` in the fixed window of `len_ms` that holds `now_ms`, exactly (no lease), in the
+    /// shared database; the count after it and the window's end.
+    async fn count_in_window(&self, name: &str, now_ms: i64, len_ms: i64, n: i64) -> Result<(i64, i64), ApiError> {
+        let start = now_ms - now_ms.rem_euclid(len_ms);
+        let count = self.store.hit_counter_by(name, start, start + 2 * len_ms, n).await?;
+        Ok((count, start + len_ms))
+    }
+
+    /// Counts a login attempt for `email` (registered or not) and for the client's address, before any password is
+    /// checked. Past either window's limit: 429 with Retry-After. A login that succeeds gives its attempt back
+    /// ([`AppState::login_succeeded`]), so what the windows hold is failures (and attempts still running).
+    pub async fn check_login(&self, email: &str, ip: &str) -> Result<(), ApiError> {
+        let now = self.clock.now_ms();
+        let len = self.limits.login_window_secs.max(1) * 1000;
+        let (account, end) = self.count_in_window(&login_account(email), now, len, 1).await?;
+        let (address, _) = self.count_in_window(&login_address(ip), now, len, 1).await?;
+        if account > self.limits.login_failures_per_account || address > self.limits.login_failures_per_address {
+            let minutes = self.limits.login_window_secs / 60;
+            return Err(window_used_up(now, end, format!("too many failed logins for this account or from this address in {minutes} minutes; retry later")));
+        }
+        Ok(())
+    }
+
+    /// A successful login: the account's failures are forgotten, and the address's count of this attempt returned.
+    pub async fn login_succeeded(&self, email: &str, ip: &str) -> Result<(), ApiError> {
+        self.store.clear_counter(&login_account(email)).await?;
+        let len = self.limits.login_window_secs.max(1) * 1000;
+        self.count_in_window(&login_address(ip), self.clock.now_ms(), len, -1).await?;
+        Ok(())
+    }
+
+    /// Counts a signup from the client's address in its hour and its UTC day; past either limit, 429 with
+    /// Retry-After. Every signup that passed validation counts, whether it created an account or found the
+    /// email taken (so the 409 cannot be used to test many emails).
+    pub async fn check_signup(&self, ip: &str) -> Result<(), ApiError> {
+        let now = self.clock.now_ms();
+        let (day, day_end) = self.count_in_window(&format!("signup-day:{ip}"), now, DAY_MS, 1).await?;
+        let (hour, hour_end) = self.count_in_window(&format!("signup-hour:{ip}"), now, HOUR_MS, 1).await?;
+        if day > self.limits.signups_per_day {
+            return Err(window_used_up(now, day_end, format!("at most {} signups per UTC day from one address", self.limits.signups_per_day)));
+        }
+        if hour > self.limits.signups_per_hour {
+            return Err(window_used_up(now, hour_end, format!("at most {} signups per hour from one address", self.limits.signups_per_hour)));
+        }
+        Ok(())
+    }
+
     /// Counts a keyless demo call for the client's address (every call, whatever its outcome).
     /// Past the daily cap: 402 with the ways to continue; past the per-minute cap: 429 with Retry-After.
     /// The X-RateLimit-* headers describe the daily window.
     pub async fn check_demo(&self, ip: &str) -> Result<(), ApiError> {
         let now = self.clock.now_ms();
         let minute = now - now.rem_euclid(MINUTE_MS);
-        let day_ms = 24 * 3600 * 1000;
+        let day_ms = DAY_MS;
         let day = now - now.rem_euclid(day_ms);
         let per_minute = self.store.take_unit(&format!("demo-minute:{ip}"), minute, minute + 2 * MINUTE_MS, self.limits.demo_per_minute).await?;
         let per_day = self.store.take_unit(&format!("demo-day:{ip}"), day, day + 2 * day_ms, self.limits.demo_per_day).await?;

@@ -1,6 +1,6 @@
 //! The outermost layer: request ids, structured request logs, extra response headers, and the error
 //! envelope for every failure that did not come from a handler (unknown path, wrong method, bad
-//! parameter, missing credentials, panic).
+//! parameter, missing credentials, panic), and the request's time bound (`Bounds::request_timeout`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,6 +14,8 @@ use tracing::Instrument;
 
 use super::context::{self, RequestContext};
 use super::error::{ApiError, ErrorCode};
+use super::payload::BodyBudget;
+use crate::config::Bounds;
 
 pub struct Envelope<E> {
     pub inner: E,
@@ -21,6 +23,10 @@ pub struct Envelope<E> {
     pub allow: Arc<HashMap<String, Vec<String>>>,
     /// Take the client address from X-Forwarded-For (only behind a trusted proxy).
     pub trust_forwarded_for: bool,
+    /// Size and time bounds; the body's are read by `payload::read_bounded` from the request's data.
+    pub bounds: Bounds,
+    /// The body bytes all requests may hold at once, shared through the request's data.
+    pub body_budget: BodyBudget,
 }
 
 fn valid_request_id(v: &str) -> bool {
@@ -30,8 +36,9 @@ fn valid_request_id(v: &str) -> bool {
 impl<E: Endpoint> Envelope<E> {
     fn client_ip(&self, req: &Request) -> String {
         if self.trust_forwarded_for {
-            if let Some(first) = req.header("x-forwarded-for").and_then(|v| v.split(',').next()) {
-                return first.trim().to_string();
+            // Only an address: any other text would let a client name its own limiter window.
+            if let Some(ip) = req.header("x-forwarded-for").and_then(|v| v.split(',').next()).and_then(|f| f.trim().parse::<std::net::IpAddr>().ok()) {
+                return ip.to_string();
             }
         }
         match req.remote_addr().as_socket_addr() {
@@ -68,6 +75,22 @@ impl<E: Endpoint> Envelope<E> {
     }
 }
 
+/// A response passed through as it is, or, for a failure that is not JSON (from a lower layer), its envelope.
+fn passed_through(resp: Response) -> Result<Response, ApiError> {
+    let failed = resp.status().is_client_error() || resp.status().is_server_error();
+    if !failed || resp.content_type().is_some_and(|c| c.starts_with("application/json")) {
+        return Ok(resp);
+    }
+    Err(from_status(resp.status(), "request failed"))
+}
+
+/// The answer to a request that outlived `Bounds::request_timeout` (its handler is dropped).
+fn timed_out(limit: std::time::Duration) -> ApiError {
+    tracing::warn!(limit_secs = limit.as_secs(), "request timed out");
+    let message = format!("the request did not finish within {} s; retry shortly", limit.as_secs());
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::DbUnavailable, message)
+}
+
 /// An envelope for a bare status (a plain-text error from a lower layer, or a panic).
 fn from_status(status: StatusCode, detail: &str) -> ApiError {
     match status {
@@ -82,7 +105,9 @@ fn from_status(status: StatusCode, detail: &str) -> ApiError {
 impl<E: Endpoint> Endpoint for Envelope<E> {
     type Output = Response;
 
-    async fn call(&self, req: Request) -> poem::Result<Response> {
+    async fn call(&self, mut req: Request) -> poem::Result<Response> {
+        req.set_data(self.bounds);
+        req.set_data(self.body_budget.clone());
         let request_id = match req.header("x-request-id") {
             Some(v) if valid_request_id(v) => v.to_string(),
             _ => format!("req_{}", uuid::Uuid::new_v4().simple()),
@@ -93,22 +118,18 @@ impl<E: Endpoint> Endpoint for Envelope<E> {
         let span = tracing::info_span!("request", request_id = %request_id, method = %method, path = %path);
         let started = Instant::now();
         let mut resp = context::scope(ctx.clone(), async {
-            // A handler's own error response travels as a poem::Error made from that response: unwrap it.
-            let result = match self.inner.call(req).await {
-                Ok(r) => Ok(r.into_response()),
-                Err(e) if e.is_from_response() => Ok(e.into_response()),
-                Err(e) => Err(e),
+            let limit = self.bounds.request_timeout;
+            let outcome = match tokio::time::timeout(limit, self.inner.call(req)).await {
+                Ok(Ok(r)) => Ok(r.into_response()),
+                // A handler's own error response travels as a poem::Error made from that response: unwrap it.
+                Ok(Err(e)) if e.is_from_response() => Ok(e.into_response()),
+                Ok(Err(e)) => Err(self.convert(e, &method, &path)),
+                Err(_) => Err((timed_out(limit), None)),
             };
-            let (err, allow) = match result {
-                Ok(resp) if resp.status().is_client_error() || resp.status().is_server_error() => {
-                    let is_json = resp.content_type().is_some_and(|c| c.starts_with("application/json"));
-                    if is_json {
-                        return resp;
-                    }
-                    (from_status(resp.status(), "request failed"), None)
-                }
-                Ok(resp) => return resp,
-                Err(err) => self.convert(err, &method, &path),
+            let (err, allow) = match outcome.map(passed_through) {
+                Ok(Ok(resp)) => return resp,
+                Ok(Err(err)) => (err, None),
+                Err(failure) => failure,
             };
             let mut resp = poem::web::Json(serde_json::to_value(poem_openapi::types::ToJSON::to_json(&err.envelope())).unwrap_or_default())
                 .with_status(err.status)

@@ -120,6 +120,7 @@ fn allowed_methods(spec: &str) -> HashMap<String, Vec<String>> {
 
 /// The whole application: API routes, the document, the docs page, and the envelope layer around them.
 pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Output = poem::Response> {
+    let bounds = state.limits.bounds;
     let service = openapi_service(state);
     let spec = service.spec();
     let allow = Arc::new(allowed_methods(&spec));
@@ -135,5 +136,6 @@ pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Out
             })),
         )
         .with(poem::middleware::CatchPanic::new());
-    middleware::Envelope { inner: route.map_to_response(), allow, trust_forwarded_for }
+    let body_budget = payload::BodyBudget::new(&bounds);
+    middleware::Envelope { inner: route.map_to_response(), allow, trust_forwarded_for, bounds, body_budget }
 }

@@ -3,24 +3,33 @@
 //! `JsonBody<T>` accepts any body and leaves parsing to the handler, so that validation can report every
 //! field at once in the spec's words (and so the demo limiter counts malformed requests too).
 //! `JsonText<T>` sends a body already rendered (by the engine's renderer, or an idempotency replay, byte for byte).
+//!
+//! Bodies are read within the request's [`Bounds`]: one whose Content-Length exceeds the size limit is refused
+//! unread, and any other is read no further than the chunk that passes the limit and no longer than the body timeout,
+//! so an oversized or dripping body costs at most the limit in memory.
 
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-use poem::{FromRequest, IntoResponse, Request, RequestBody, Response};
+use poem::http::header::CONTENT_LENGTH;
+use poem::{IntoResponse, Request, RequestBody, Response};
 use poem_openapi::payload::{ParsePayload, Payload};
 use poem_openapi::registry::{MetaMediaType, MetaRequest, MetaResponse, MetaResponses, MetaSchemaRef, Registry};
 use poem_openapi::types::Type;
 use poem_openapi::{ApiExtractor, ApiExtractorType, ApiResponse, ExtractParamOptions};
 use serde_json::Value;
+use futures::StreamExt;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::error::ApiError;
-
-/// Bodies larger than this are refused (an ingest batch of 100 records is far smaller).
-pub const MAX_BODY_BYTES: usize = 1 << 20;
+use crate::config::Bounds;
 
 pub struct JsonBody<T> {
     pub raw: Vec<u8>,
     pub parsed: Result<Value, String>,
+    /// The body's share of the body budget, held as long as `raw` is.
+    _held: Held,
     _schema: PhantomData<T>,
 }
 
@@ -51,15 +60,96 @@ impl<T: Type> ParsePayload for JsonBody<T> {
     const IS_REQUIRED: bool = true;
 
     async fn from_request(request: &Request, body: &mut RequestBody) -> poem::Result<Self> {
-        let raw = <Vec<u8> as FromRequest>::from_request(request, body).await?;
-        let parsed = if raw.len() > MAX_BODY_BYTES {
-            Err(format!("the body is larger than {MAX_BODY_BYTES} bytes"))
-        } else if raw.iter().all(u8::is_ascii_whitespace) {
-            Err("the body is empty".to_string())
-        } else {
-            serde_json::from_slice::<Value>(&raw).map_err(|e| e.to_string())
+        let (raw, parsed, held) = match read_bounded(request, body).await {
+            Ok((raw, held)) if raw.iter().all(u8::is_ascii_whitespace) => (raw, Err("the body is empty".to_string()), held),
+            Ok((raw, held)) => {
+                let parsed = serde_json::from_slice::<Value>(&raw).map_err(|e| e.to_string());
+                (raw, parsed, held)
+            }
+            Err(reason) => (Vec::new(), Err(reason), Held::default()),
         };
-        Ok(JsonBody { raw, parsed, _schema: PhantomData })
+        Ok(JsonBody { raw, parsed, _held: held, _schema: PhantomData })
+    }
+}
+
+/// Body bytes a request may hold without drawing on the [`BodyBudget`]: the bodies of ordinary calls.
+const UNBUDGETED: usize = 16 << 10;
+/// The budget's unit.
+const KIB: usize = 1 << 10;
+
+/// The bytes of request bodies held at once across all requests, past each body's first 16 KiB
+/// (`Bounds::body_budget_bytes`): a large body waits for room (within its body timeout) instead of adding to
+/// memory without bound when many arrive together.
+#[derive(Clone)]
+pub struct BodyBudget(Arc<Semaphore>);
+
+impl BodyBudget {
+    pub fn new(bounds: &Bounds) -> Self {
+        // Never smaller than one body of the largest size, which would otherwise wait for ever.
+        let kib = bounds.body_budget_bytes.max(bounds.max_body_bytes).div_ceil(KIB);
+        BodyBudget(Arc::new(Semaphore::new(kib.min(Semaphore::MAX_PERMITS))))
+    }
+}
+
+/// A body's share of the budget, given back when the body is dropped.
+#[derive(Default)]
+pub struct Held {
+    budget: Option<BodyBudget>,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Held {
+    /// Holds the budget for a body of up to `bytes`, waiting for it if need be; once per body, so that no body
+    /// waits while holding a part (bodies each holding part and waiting for more would wait for one another).
+    async fn reserve(&mut self, bytes: usize) {
+        let Some(budget) = &self.budget else { return };
+        if self.permit.is_none() {
+            let kib = u32::try_from(bytes.saturating_sub(UNBUDGETED).div_ceil(KIB)).unwrap_or(u32::MAX);
+            self.permit = budget.0.clone().acquire_many_owned(kib).await.ok();
+        }
+    }
+}
+
+/// The request's body, read within the request's [`Bounds`] and [`BodyBudget`] (from its data; the defaults and
+/// no budget when absent); `Err` says why it was not read whole.
+pub async fn read_bounded(request: &Request, body: &mut RequestBody) -> Result<(Vec<u8>, Held), String> {
+    let bounds = request.data::<Bounds>().copied().unwrap_or_default();
+    let max = bounds.max_body_bytes;
+    let too_large = || format!("the body is larger than {max} bytes");
+    let declared = request.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    let mut held = Held { budget: request.data::<BodyBudget>().cloned(), permit: None };
+    let Ok(body) = body.take() else { return Ok((Vec::new(), held)) };
+    let mut chunks = body.into_bytes_stream();
+    let waiting_for_budget = AtomicBool::new(false);
+    let read = async {
+        // The chunks as they come, joined once at the end: no buffer regrown (and left to the allocator) on the way.
+        let (mut chunks_held, mut len) = (Vec::new(), 0usize);
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|e| format!("the body could not be read: {e}"))?;
+            len += chunk.len();
+            if len > max {
+                return Err(too_large());
+            }
+            if len > UNBUDGETED {
+                // A large body: the budget for all it may grow to (its declared length, else the limit).
+                waiting_for_budget.store(true, Ordering::Relaxed);
+                held.reserve(declared.map_or(max, |n| n as usize)).await;
+                waiting_for_budget.store(false, Ordering::Relaxed);
+            }
+            chunks_held.push(chunk);
+        }
+        Ok(chunks_held.concat())
+    };
+    match tokio::time::timeout(bounds.body_timeout, read).await {
+        Err(_) if waiting_for_budget.load(Ordering::Relaxed) => {
+            Err(format!("the body was not read within {} s: the server is reading other large bodies; retry shortly", bounds.body_timeout.as_secs()))
+        }
+        Err(_) => Err(format!("the body was not received within {} s", bounds.body_timeout.as_secs())),
+        Ok(Err(reason)) => Err(reason),
+        Ok(Ok(raw)) => Ok((raw, held)),
     }
 }
 
@@ -134,5 +224,29 @@ impl<T: Type + Send> ApiResponse for JsonText<T> {
 
     fn register(registry: &mut Registry) {
         T::register(registry);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn large_bodies_wait_for_the_budget_and_small_ones_do_not() {
+        // A budget of one largest body (1 MiB): one large body holds 1 MiB − 16 KiB of it; a second waits until
+        // the first is dropped; a body within 16 KiB never waits.
+        let budget = BodyBudget::new(&Bounds { body_budget_bytes: 0, ..Bounds::default() });
+        let mut first = Held { budget: Some(budget.clone()), permit: None };
+        first.reserve(1 << 20).await;
+        assert_eq!(first.permit.as_ref().map(OwnedSemaphorePermit::num_permits), Some(1024 - 16));
+        let mut small = Held { budget: Some(budget.clone()), permit: None };
+        small.reserve(16 << 10).await;
+        assert_eq!(small.permit.as_ref().map(OwnedSemaphorePermit::num_permits), Some(0));
+        let mut second = Held { budget: Some(budget.clone()), permit: None };
+        let waiting = tokio::time::timeout(std::time::Duration::from_millis(100), second.reserve(1 << 20)).await;
+        assert!(waiting.is_err(), "the second large body waits while the first holds the budget");
+        drop(first);
+        second.reserve(1 << 20).await;
+        assert_eq!(second.permit.as_ref().map(OwnedSemaphorePermit::num_permits), Some(1024 - 16));
     }
 }

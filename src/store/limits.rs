@@ -168,6 +168,12 @@ impl Store {
         Ok(row.map_or(0, |r| r.count))
     }
 
+    /// Drops every window of counter `name` (a successful login forgets the account's failures).
+    pub async fn clear_counter(&self, name: &str) -> Result<u64, StoreError> {
+        let res = counter::Entity::delete_many().filter(Column::Name.eq(name)).exec(&self.writer).await?;
+        Ok(res.rows_affected)
+    }
+
     /// Drops windows that ended before `now` (called now and then; counters are small).
     pub async fn prune_counters(&self, now: i64) -> Result<u64, StoreError> {
         let res = counter::Entity::delete_many().filter(Column::ExpiresAt.lt(now)).exec(&self.db).await?;

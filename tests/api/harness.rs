@@ -125,15 +125,24 @@ pub struct Account {
 
 impl TestApp {
     pub async fn start(backend: Backend) -> Option<TestApp> {
+        TestApp::start_with(backend, Limits::default()).await
+    }
+
+    /// An instance with limits of its own (shorter time bounds, say).
+    pub async fn start_with(backend: Backend, limits: Limits) -> Option<TestApp> {
         let db = Arc::new(Db::fresh(backend).await?);
-        Some(TestApp::on(db, backend, Clock::fixed(start_time())).await)
+        Some(TestApp::on_with(db, backend, Clock::fixed(start_time()), limits).await)
     }
 
     /// Another instance on the same database (its own pool, no shared memory), sharing the clock.
     pub async fn on(db: Arc<Db>, backend: Backend, clock: Clock) -> TestApp {
+        TestApp::on_with(db, backend, clock, Limits::default()).await
+    }
+
+    pub async fn on_with(db: Arc<Db>, backend: Backend, clock: Clock, limits: Limits) -> TestApp {
         let store = db.store().await;
         store.migrate().await.unwrap();
-        let state = Arc::new(AppState::new(store, registry(), clock.clone(), Limits::default(), DataKey::from_hex(&"ab".repeat(32)).unwrap()));
+        let state = Arc::new(AppState::new(store, registry(), clock.clone(), limits, DataKey::from_hex(&"ab".repeat(32)).unwrap()));
         let client = Arc::new(TestClient::new(app(state.clone(), true).boxed()));
         TestApp { state, client, clock, backend, db }
     }
@@ -173,8 +182,13 @@ impl TestApp {
         self.request("GET", path, key, &[], None).await
     }
 
+    /// A new account, signed up from an address of its own (as different users would; the signup limit counts
+    /// per address).
     pub async fn signup(&self, email: &str) -> Account {
-        let r = self.post("/api/v1/auth/signup", None, &json!({"email": email, "password": "correct horse battery", "agent_name": "agent", "agent_work_type": "compute"})).await;
+        static NEXT_ADDRESS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+        let address = format!("2001:db8::{:x}", NEXT_ADDRESS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let body = json!({"email": email, "password": "correct horse battery", "agent_name": "agent", "agent_work_type": "compute"});
+        let r = self.request("POST", "/api/v1/auth/signup", None, &[("X-Forwarded-For", &address)], Some(&body.to_string())).await;
         assert_eq!(r.status, 201, "{}", r.text);
         Account {
             key: r.json["api_key"]["key"].as_str().unwrap().into(),

@@ -171,4 +171,99 @@ async fn leased_units_never_exceed_the_limit(app: TestApp) {
     assert_eq!((levy::store::limits::lease_size(64), levy::store::limits::lease_size(1_000_000)), (1, 16));
 }
 
+fn login(email: &str, password: &str) -> String {
+    json!({"email": email, "password": password}).to_string()
+}
+
+async fn login_failures_are_limited(app: TestApp) {
+    let other = TestApp::on(app.db.clone(), app.backend, app.clock.clone()).await;
+    app.signup("guess@example.com").await;
+    let ip = [("X-Forwarded-For", "203.0.113.20")];
+    // 10 wrong passwords in the window 10:00–10:15 are each a plain 401, on either instance.
+    for i in 1..=10 {
+        let inst = if i % 2 == 0 { &app } else { &other };
+        let r = inst.request("POST", "/api/v1/auth/login", None, &ip, Some(&login("guess@example.com", "wrong password"))).await;
+        assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED"), "attempt {i}");
+    }
+    // 100 s later the 11th is refused before any password is checked, even the right one, from another address
+    // too, and on the other instance: the window (shared in the database) ends at 10:15, 800 s away.
+    app.clock.advance_ms(100_000);
+    for (inst, address, password) in [(&app, "203.0.113.20", "wrong password"), (&other, "198.51.100.20", "correct horse battery")] {
+        let r = inst.request("POST", "/api/v1/auth/login", None, &[("X-Forwarded-For", address)], Some(&login("Guess@Example.com", password))).await;
+        assert_eq!((r.status, r.code()), (429, "RATE_LIMITED"), "{}", r.text);
+        assert_eq!(r.header("retry-after").as_deref(), Some("800"));
+    }
+    // The next window: 9 failures, then the right password, which forgets them: 10 more failures pass as 401s.
+    app.clock.set("2026-11-21T10:15:00Z".parse().unwrap());
+    for _ in 0..9 {
+        assert_eq!(app.request("POST", "/api/v1/auth/login", None, &ip, Some(&login("guess@example.com", "wrong password"))).await.status, 401);
+    }
+    let r = app.request("POST", "/api/v1/auth/login", None, &ip, Some(&login("guess@example.com", "correct horse battery"))).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    for i in 1..=10 {
+        let r = app.request("POST", "/api/v1/auth/login", None, &ip, Some(&login("guess@example.com", "wrong password"))).await;
+        assert_eq!(r.status, 401, "failure {i} after the success");
+    }
+    assert_eq!(app.request("POST", "/api/v1/auth/login", None, &ip, Some(&login("guess@example.com", "wrong password"))).await.status, 429);
+}
+
+async fn login_failures_are_limited_per_address(app: TestApp) {
+    // Password spraying: one guess at each of many emails (registered or not) from one address. The address
+    // has 30 failures per window; the 31st attempt is refused whatever the email, and the 401s do not say which
+    // emails exist.
+    app.signup("sprayed@example.com").await;
+    let ip = [("X-Forwarded-For", "203.0.113.21")];
+    for i in 1..=30 {
+        let email = if i == 7 { "sprayed@example.com".to_string() } else { format!("nobody{i}@example.com") };
+        let r = app.request("POST", "/api/v1/auth/login", None, &ip, Some(&login(&email, "Summer2026!"))).await;
+        assert_eq!((r.status, r.json["error"].as_str()), (401, Some("wrong email or password")), "attempt {i}");
+    }
+    let r = app.request("POST", "/api/v1/auth/login", None, &ip, Some(&login("someone-else@example.com", "Summer2026!"))).await;
+    assert_eq!((r.status, r.header("retry-after").as_deref()), (429, Some("900")));
+    // Another address is counted apart, and the right password still opens the account from it.
+    let r = app.request("POST", "/api/v1/auth/login", None, &[("X-Forwarded-For", "198.51.100.21")], Some(&login("sprayed@example.com", "correct horse battery"))).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
+fn signup_body(email: &str) -> String {
+    json!({"email": email, "password": "correct horse battery", "agent_name": "agent", "agent_work_type": "compute"}).to_string()
+}
+
+async fn signups_are_limited_per_address(app: TestApp) {
+    let ip = [("X-Forwarded-For", "203.0.113.30")];
+    let signup = |email: String| {
+        let app = &app;
+        async move { app.request("POST", "/api/v1/auth/signup", None, &ip, Some(&signup_body(&email))).await }
+    };
+    // Invalid signups create nothing and do not count.
+    for _ in 0..3 {
+        let r = app.request("POST", "/api/v1/auth/signup", None, &ip, Some(r#"{"email": "no-at-sign", "password": "correct horse battery", "agent_name": "a", "agent_work_type": "compute"}"#)).await;
+        assert_eq!(r.status, 400);
+    }
+    // Four accounts and one taken email are the hour's five (10:00–11:00); the sixth is refused for 3600 s.
+    for i in 1..=4 {
+        assert_eq!(signup(format!("farm{i}@example.com")).await.status, 201);
+    }
+    assert_eq!(signup("farm1@example.com".into()).await.status, 409);
+    let r = signup("farm5@example.com".into()).await;
+    assert_eq!((r.status, r.code(), r.header("retry-after").as_deref()), (429, "RATE_LIMITED", Some("3600")), "{}", r.text);
+    assert!(app.state.store.entity_by_email("farm5@example.com").await.unwrap().is_none(), "nothing written");
+    // Another address is counted apart.
+    let r = app.request("POST", "/api/v1/auth/signup", None, &[("X-Forwarded-For", "198.51.100.30")], Some(&signup_body("farm5@example.com"))).await;
+    assert_eq!(r.status, 201);
+    // Hours 11, 12 and 13 bring five each, but the UTC day holds 20 (the refused one counted too: 6 + 5 + 5 + 4):
+    // at 13:00 the fifth is refused until midnight, 11 hours away.
+    for (hour, allowed) in [(11, 5), (12, 5), (13, 4)] {
+        app.clock.set(format!("2026-11-21T{hour}:00:00Z").parse().unwrap());
+        for i in 1..=allowed {
+            let r = signup(format!("farm-{hour}-{i}@example.com")).await;
+            assert_eq!(r.status, 201, "{hour}:00 signup {i}: {}", r.text);
+        }
+    }
+    let r = signup("farm-13-5@example.com".into()).await;
+    assert_eq!((r.status, r.header("retry-after").as_deref()), (429, Some("39600")), "{}", r.text);
+}
+
+on_both!(login_failures_are_limited, login_failures_are_limited_per_address, signups_are_limited_per_address);
+
 on_both!(keyed_burst_limit, monthly_allowance, demo_limits, two_instances_share_limits, calculate_burst_is_exact_across_instances, leased_units_never_exceed_the_limit);

@@ -6,6 +6,7 @@ mod harness;
 
 mod accounts;
 mod batches;
+mod bounds;
 mod calculate;
 mod contract;
 mod errors;
