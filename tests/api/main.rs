@@ -10,6 +10,7 @@ mod bounds;
 mod calculate;
 mod contract;
 mod errors;
+mod fuzz;
 mod gains;
 mod idempotency;
 mod ingest;
