@@ -1,3 +1,6 @@
+//! levy: US sales and use tax rules as dated, cited data, the engine that evaluates them, and its REST API.
+#![forbid(unsafe_code)]
+
 pub mod cli;
 pub mod engine;
 pub mod gains;

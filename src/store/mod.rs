@@ -8,7 +8,6 @@ pub mod group;
 pub mod idempotency;
 pub mod ledger;
 pub mod limits;
-pub mod native;
 pub mod nexus;
 pub mod packing;
 pub mod prepared;
@@ -46,9 +45,10 @@ impl From<DbErr> for StoreError {
     }
 }
 
-/// A failure to reach the database, rather than of the statement: the connection's, or on PostgreSQL a server
-/// refusing work (SQLSTATE class 08, connection exception; 53, insufficient resources, such as too many
-/// connections; 57P, a server shutting down or starting, or a connection ended by an administrator).
+/// A failure to reach the database, rather than of the statement: the connection's, SQLite unable to write, or
+/// on PostgreSQL a server refusing work (SQLSTATE class 08, connection exception; 53, insufficient resources,
+/// such as too many connections; 57P, a server shutting down or starting, or a connection ended by an
+/// administrator).
 fn is_connection_error(e: &sea_orm::sqlx::Error) -> bool {
     use sea_orm::sqlx::Error as E;
     match e {
@@ -56,20 +56,12 @@ fn is_connection_error(e: &sea_orm::sqlx::Error) -> bool {
         E::Database(d) if d.try_downcast_ref::<sea_orm::sqlx::postgres::PgDatabaseError>().is_some() => {
             d.code().is_some_and(|c| c.starts_with("08") || c.starts_with("53") || c.starts_with("57P"))
         }
-        _ => false,
-    }
-}
-
-/// A failure of the SQLite scripts run natively (`native`), classified as `From<DbErr>` classifies sqlx's.
-impl From<native::SqliteFailure> for StoreError {
-    fn from(e: native::SqliteFailure) -> Self {
-        if e.is_unique_violation() {
-            StoreError::Conflict(e.to_string())
-        } else if e.is_unavailable() {
-            StoreError::Unavailable(e.to_string())
-        } else {
-            StoreError::Other(e.to_string())
+        // SQLite's primary codes (the low byte of an extended one) for a database that cannot take the write now:
+        // BUSY 5, LOCKED 6, READONLY 8, IOERR 10, FULL 13, CANTOPEN 14.
+        E::Database(d) if d.try_downcast_ref::<sea_orm::sqlx::sqlite::SqliteError>().is_some() => {
+            d.code().and_then(|c| c.parse::<i32>().ok()).is_some_and(|c| matches!(c & 0xff, 5 | 6 | 8 | 10 | 13 | 14))
         }
+        _ => false,
     }
 }
 

@@ -2,9 +2,9 @@
 //!
 //! A hot write transaction made of many small statements spends most of its time between them: on SQLite each
 //! statement is a hand-off to the connection's worker thread and back, on PostgreSQL a network round trip. A
-//! `Script` joins statements into one text that the database runs in order (PostgreSQL's simple-query
-//! protocol; on SQLite one statement after another on the connection's handle, which the transaction takes
-//! from the worker thread once: `native`), and `Results` splits what comes back by statement.
+//! `Script` joins statements into one text that PostgreSQL runs in order (its simple-query protocol), and
+//! `Results` splits what comes back by statement. SQLite runs a script's statements one after another on the
+//! held connection, each with its own parameters.
 //!
 //! The statements of the hot paths (the ledger batch, the limiter's counters) are written by hand as [`Sql`]:
 //! building them with sea-query took more than half of a ledger batch's own CPU time (query objects, boxed
@@ -30,10 +30,10 @@ use std::ops::Range;
 
 use futures::TryStreamExt;
 use sea_orm::sqlx::pool::PoolConnection;
-use sea_orm::sqlx::{Either, Executor, Postgres};
+use sea_orm::sqlx::sqlite::SqliteArguments;
+use sea_orm::sqlx::{Arguments, Either, Executor, Postgres, Sqlite};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, FromQueryResult, QueryResult, RuntimeErr, Statement};
 
-use super::native;
 use super::StoreError;
 
 /// A value in a hand-written statement.
@@ -281,8 +281,8 @@ pub struct Script<'a> {
     sql: String,
     /// SQLite: the parameters of every statement, in order.
     args: Vec<Arg<'a>>,
-    /// Where each statement's text is in `sql` (without its `;`).
-    spans: Vec<Range<usize>>,
+    /// Where each statement's text is in `sql` (without its `;`), and (SQLite) its parameters in `args`.
+    spans: Vec<(Range<usize>, Range<usize>)>,
     begins: bool,
     commits: bool,
     /// PostgreSQL: the script runs prepared statements.
@@ -306,16 +306,19 @@ impl<'a> Script<'a> {
     /// that (`Sql::prepared`).
     pub fn add(&mut self, stmt: Sql<'a>) -> usize {
         debug_assert_eq!(stmt.backend, self.backend);
+        let first_arg = self.args.len();
         if self.backend != DbBackend::Postgres {
             self.args.extend(stmt.args);
         }
-        match &stmt.execute {
+        let at = match &stmt.execute {
             Some(execute) => {
                 self.executes = true;
                 self.push_sql(execute)
             }
             None => self.push_sql(&stmt.text),
-        }
+        };
+        self.spans[at].1 = first_arg..self.args.len();
+        at
     }
 
     /// Appends statements; returns their positions.
@@ -331,7 +334,7 @@ impl<'a> Script<'a> {
     pub fn push_sql(&mut self, sql: &str) -> usize {
         let start = self.sql.len();
         self.sql.push_str(sql);
-        self.spans.push(start..self.sql.len());
+        self.spans.push((start..self.sql.len(), self.args.len()..self.args.len()));
         self.sql.push_str(";\n");
         self.spans.len() - 1
     }
@@ -384,8 +387,7 @@ impl Results {
 }
 
 enum Conn {
-    /// Run through SQLite's C interface on the handle (`native`), taken at the first script.
-    Sqlite(native::Held),
+    Sqlite(PoolConnection<Sqlite>),
     Postgres(PoolConnection<Postgres>),
 }
 
@@ -406,7 +408,7 @@ impl ScriptConn {
         let backend = db.get_database_backend();
         let conn = match backend {
             DbBackend::Postgres => Conn::Postgres(db.get_postgres_connection_pool().acquire().await.map_err(acquire_err)?),
-            DbBackend::Sqlite => Conn::Sqlite(native::Held::new(db.get_sqlite_connection_pool().acquire().await.map_err(acquire_err)?)),
+            DbBackend::Sqlite => Conn::Sqlite(db.get_sqlite_connection_pool().acquire().await.map_err(acquire_err)?),
             DbBackend::MySql => return Err(DbErr::Custom("scripts run on SQLite or PostgreSQL".into())),
         };
         Ok(ScriptConn { conn, backend, open: false })
@@ -428,11 +430,31 @@ impl ScriptConn {
     /// [`ScriptConn::rollback`]. On error the statements after the failing one do not run.
     pub async fn run(&mut self, script: Script<'_>) -> Result<Results, StoreError> {
         let out = match &mut self.conn {
-            Conn::Sqlite(held) => {
-                let out = held.run(&script.sql, &script.spans, &script.args).await;
-                // (Whether a transaction is open is SQLite's to say: a script may fail before its BEGIN runs.)
-                self.open = held.in_transaction();
-                out?
+            Conn::Sqlite(c) => {
+                let mut sets = Vec::with_capacity(script.spans.len());
+                for (text, args) in &script.spans {
+                    let sql = &script.sql[text.clone()];
+                    let mut bound = SqliteArguments::default();
+                    for a in &script.args[args.clone()] {
+                        let added = match a {
+                            Arg::Text(t) => bound.add(t.as_ref()),
+                            Arg::Int(i) => bound.add(*i),
+                            Arg::Bool(b) => bound.add(*b),
+                            Arg::Blob(b) => bound.add(b.as_ref()),
+                            Arg::Null => bound.add(None::<i64>),
+                        };
+                        added.map_err(|e| StoreError::Other(format!("binding a value: {e}")))?;
+                    }
+                    let rows = sea_orm::sqlx::query_with(sql, bound).fetch_all(&mut **c).await.map_err(sqlx_err)?;
+                    // (A transaction is open once its BEGIN has run, until its COMMIT or ROLLBACK has.)
+                    match sql {
+                        "BEGIN IMMEDIATE" => self.open = true,
+                        "COMMIT" | "ROLLBACK" => self.open = false,
+                        _ => {}
+                    }
+                    sets.push(rows.into_iter().map(QueryResult::from).collect());
+                }
+                sets
             }
             Conn::Postgres(c) => {
                 // (A transaction a script begins is open from then on, whatever fails, until a script commits it.)
@@ -459,23 +481,15 @@ impl ScriptConn {
         Ok(Results(out))
     }
 
-    /// Gives the connection back to its pool. On SQLite the writer pool holds one connection, which the next
-    /// transaction waits for: sqlx's drop hands the return (a ping of the connection, then the release) to a
-    /// task of its own, which under load waits its turn behind the requests; here it happens at once. On
-    /// PostgreSQL the next transaction takes another connection, and the return stays off its path.
-    /// (`return_to_pool` is public in sqlx 0.8 but hidden from its docs; Cargo.lock pins 0.8.6. Measured on
-    /// the keyed load: the next batch's wait for the connection fell from about 200 µs to 70, plus 45 here.)
-    pub async fn release(mut self) {
-        if let (Conn::Sqlite(held), false) = (&mut self.conn, self.open) {
-            held.conn().return_to_pool().await;
-        }
-    }
+    /// Gives the connection back to its pool (a connection whose transaction is still open is closed instead,
+    /// which rolls it back: see `Drop`).
+    pub async fn release(self) {}
 
     /// SQLite: copies the log's pages into the database file (a PASSIVE checkpoint), between transactions, so
     /// that the next transaction starts the log again (see `wal`). Elsewhere nothing.
     pub async fn checkpoint(&mut self) -> Result<(), StoreError> {
-        if let (Conn::Sqlite(held), false) = (&mut self.conn, self.open) {
-            super::wal::passive(held.conn()).await.map_err(sqlx_err)?;
+        if let (Conn::Sqlite(c), false) = (&mut self.conn, self.open) {
+            super::wal::passive(c).await.map_err(sqlx_err)?;
         }
         Ok(())
     }
@@ -507,7 +521,7 @@ impl Drop for ScriptConn {
         if self.open {
             // Mid-transaction (a panic, or an error whose rollback failed): the database rolls back on close.
             match &mut self.conn {
-                Conn::Sqlite(held) => held.conn().close_on_drop(),
+                Conn::Sqlite(c) => c.close_on_drop(),
                 Conn::Postgres(c) => c.close_on_drop(),
             }
         }
