@@ -127,3 +127,19 @@ fn the_same_registry_answers_for_2025_2026_and_2027() {
     assert_eq!(d2026.total_tax, Decimal::ZERO);
     assert_eq!(d2027.total_tax, Decimal::new(7250, 2)); // 1000 × 7.25% statewide rate, SB 122
 }
+
+/// `levy rules explain` reports the engine's input errors as a rejected request naming the field (exit 1), and
+/// a date before the rules as the `--as-of` it came from.
+#[test]
+fn explain_reports_engine_input_errors_as_a_rejected_request() {
+    let rules = common::rules_dir();
+    let explain = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy")).args(["rules", "explain", "--rules"]).arg(&rules).args(args).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (code, stdout, stderr) = explain(&["--as-of", "2026-03-01", "--request", r#"{"amount":100,"buyer_state":"UT","seller_state":"UT","counterparty_id":"c"}"#]);
+    assert_eq!((code, stdout.as_str()), (Some(1), ""));
+    assert!(stderr.starts_with("the request was rejected:\n  seller_zip: is required: intrastate sales in UT are sourced to the seller's location ("), "{stderr}");
+    let (code, _, stderr) = explain(&["--as-of", "2023-12-31", "--request", r#"{"amount":100,"buyer_state":"WA","counterparty_id":"c"}"#]);
+    assert_eq!((code, stderr.as_str()), (Some(1), "the request was rejected:\n  --as-of: 2023-12-31 is before the first date the rules cover (2024-01-01)\n"));
+}

@@ -87,7 +87,7 @@ fn parse_item(v: &Value, prefix: &str, errors: &mut Vec<String>) -> Option<Inges
     }
     errors.extend(check.errors.iter().map(|e| format!("{prefix}{}: {}", e.field, e.message)));
     match parse_live(&Value::Object(core), prefix) {
-        Ok(live) if check.errors.is_empty() => Some(IngestItem { live: LiveRequest { request: live.request, raw: v.clone() }, external_tx_id: ext.or(reference), metadata }),
+        Ok(live) if check.errors.is_empty() => Some(IngestItem { live: LiveRequest { request: live.request, raw: v.clone(), prefix: live.prefix }, external_tx_id: ext.or(reference), metadata }),
         Ok(_) => None,
         Err(e) => {
             errors.extend(e);
@@ -254,7 +254,10 @@ impl AppState {
         let now_ms = s.clock.now_ms();
         let shown: Vec<(Option<String>, Option<Map<String, Value>>)> = items.iter().map(|i| (i.external_tx_id.clone(), i.metadata.clone())).collect();
         let entries = items.into_iter().map(|i| Entry::new(i.live, i.external_tx_id, i.metadata)).collect();
-        let recorded = s.record(RecordJob { key_id: key.key_id.clone(), entity_id: key.entity_id.clone(), entries, source: Source::Ingest, now_ms }).await?;
+        let mut job = RecordJob { key_id: key.key_id.clone(), entity_id: key.entity_id.clone(), entries, source: Source::Ingest, now_ms };
+        // Records the engine cannot answer as sent reject the whole request, as invalid fields do; nothing is written.
+        s.prepare_job(&mut job).await?;
+        let recorded = s.record(job).await?;
         let mut out = Vec::new();
         let (mut written, mut duplicates) = (0u32, 0u32);
         for (i, (outcome, (ext, metadata))) in recorded.entries.into_iter().zip(shown).enumerate() {

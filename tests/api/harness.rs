@@ -129,11 +129,21 @@ impl TestApp {
         Some(TestApp::on(db, backend, Clock::fixed(start_time())).await)
     }
 
+    /// An instance with rules of its own (a partial rule set, say) on a fresh database.
+    pub async fn start_with_rules(backend: Backend, rules: Arc<Registry>) -> Option<TestApp> {
+        let db = Arc::new(Db::fresh(backend).await?);
+        Some(TestApp::with_rules(db, backend, Clock::fixed(start_time()), rules).await)
+    }
+
     /// Another instance on the same database (its own pool, no shared memory), sharing the clock.
     pub async fn on(db: Arc<Db>, backend: Backend, clock: Clock) -> TestApp {
+        TestApp::with_rules(db, backend, clock, registry()).await
+    }
+
+    async fn with_rules(db: Arc<Db>, backend: Backend, clock: Clock, rules: Arc<Registry>) -> TestApp {
         let store = db.store().await;
         store.migrate().await.unwrap();
-        let state = Arc::new(AppState::new(store, registry(), clock.clone(), Limits::default(), DataKey::from_hex(&"ab".repeat(32)).unwrap()));
+        let state = Arc::new(AppState::new(store, rules, clock.clone(), Limits::default(), DataKey::from_hex(&"ab".repeat(32)).unwrap()));
         let client = Arc::new(TestClient::new(app(state.clone(), true).boxed()));
         TestApp { state, client, clock, backend, db }
     }

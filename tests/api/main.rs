@@ -8,6 +8,7 @@ mod accounts;
 mod batches;
 mod calculate;
 mod contract;
+mod engine_input;
 mod errors;
 mod gains;
 mod idempotency;
