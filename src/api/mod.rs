@@ -78,6 +78,10 @@ pub enum ApiTags {
 
 pub const API_VERSION: &str = "v2";
 
+/// The version of the interface this server implements (the spec's Versioning section, item 2): the OpenAPI
+/// document's `info.version`. Not the crate's version, which numbers builds of this implementation.
+pub const INTERFACE_VERSION: &str = "1.5.0";
+
 pub type Apis = (health::HealthApi, calculate::CalculateApi, ledger::LedgerApi, nexus::NexusApi, accounts::AccountsApi, keys::KeysApi, trades::TradesApi, trades::RatesApi);
 
 pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
@@ -91,7 +95,7 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         trades::TradesApi(state.clone()),
         trades::RatesApi(state),
     );
-    OpenApiService::new(apis, "levy tax-intelligence API", env!("CARGO_PKG_VERSION"))
+    OpenApiService::new(apis, "levy tax-intelligence API", INTERFACE_VERSION)
         .description(
             "US sales and use tax for one transaction across 51 jurisdictions, with the law it applied; the ledger; \
              nexus settings and alerts; 1099 tracking. Errors always use the envelope {success:false, code, error, \

@@ -71,6 +71,8 @@ async fn document_is_served_and_complete() {
     let r = app.get("/api/v1/openapi.json", None).await;
     assert_eq!(r.status, 200);
     let doc = r.json;
+    // The interface version of the spec's Versioning section, not the crate's.
+    assert_eq!(doc["info"]["version"], json!("1.5.0"));
     // The frozen error enum has exactly the spec's 16 codes.
     let codes = schema(&doc, "ErrorCode")["enum"].as_array().unwrap().clone();
     assert_eq!(codes.len(), 16);
