@@ -14,5 +14,6 @@ mod gains;
 mod idempotency;
 mod ingest;
 mod limits;
+mod listing;
 mod nexus;
 mod tenancy;
