@@ -52,7 +52,7 @@ pub enum ListResponses {
 }
 
 error_responses!(ListErrors {
-    400 => BadRequest: "INVALID_INPUT: a query parameter is invalid (role, state, buyer_state, transaction_type, since, limit, offset), or state and buyer_state differ.",
+    400 => BadRequest: "INVALID_INPUT: a query parameter is invalid (role, state, buyer_state, transaction_type, since, limit, offset), state and buyer_state differ, or a parameter it does not list.",
     401 => Unauthorized: "UNAUTHORIZED.",
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });

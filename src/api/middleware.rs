@@ -14,6 +14,7 @@ use tracing::Instrument;
 
 use super::context::{self, RequestContext};
 use super::error::{ApiError, ErrorCode};
+use super::query::QueryParameters;
 
 pub struct Envelope<E> {
     pub inner: E,
@@ -21,6 +22,8 @@ pub struct Envelope<E> {
     pub allow: Arc<HashMap<String, Vec<String>>>,
     /// Take the client address from X-Forwarded-For (only behind a trusted proxy).
     pub trust_forwarded_for: bool,
+    /// Each operation's query parameters, from the OpenAPI document (any other is refused before the handler).
+    pub queries: Arc<QueryParameters>,
 }
 
 fn valid_request_id(v: &str) -> bool {
@@ -79,6 +82,10 @@ fn from_status(status: StatusCode, detail: &str) -> ApiError {
     }
 }
 
+fn envelope_response(err: &ApiError) -> Response {
+    poem::web::Json(serde_json::to_value(poem_openapi::types::ToJSON::to_json(&err.envelope())).unwrap_or_default()).with_status(err.status).into_response()
+}
+
 impl<E: Endpoint> Endpoint for Envelope<E> {
     type Output = Response;
 
@@ -89,10 +96,15 @@ impl<E: Endpoint> Endpoint for Envelope<E> {
         };
         let method = req.method().to_string();
         let path = req.uri().path().to_string();
+        let query = req.uri().query().map(str::to_string);
         let ctx = Arc::new(RequestContext { request_id: request_id.clone(), client_ip: self.client_ip(&req), extra_headers: Mutex::new(Vec::new()) });
         let span = tracing::info_span!("request", request_id = %request_id, method = %method, path = %path);
         let started = Instant::now();
         let mut resp = context::scope(ctx.clone(), async {
+            // A query parameter the operation does not document ends the request here, before any of its effects.
+            if let Err(e) = self.queries.check(&method, &path, query.as_deref()) {
+                return envelope_response(&e);
+            }
             // A handler's own error response travels as a poem::Error made from that response: unwrap it.
             let result = match self.inner.call(req).await {
                 Ok(r) => Ok(r.into_response()),
@@ -110,9 +122,7 @@ impl<E: Endpoint> Endpoint for Envelope<E> {
                 Ok(resp) => return resp,
                 Err(err) => self.convert(err, &method, &path),
             };
-            let mut resp = poem::web::Json(serde_json::to_value(poem_openapi::types::ToJSON::to_json(&err.envelope())).unwrap_or_default())
-                .with_status(err.status)
-                .into_response();
+            let mut resp = envelope_response(&err);
             if let Some(allow) = allow.and_then(|a| HeaderValue::from_str(&a).ok()) {
                 resp.headers_mut().insert(header::ALLOW, allow);
             }

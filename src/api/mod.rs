@@ -9,6 +9,7 @@ pub mod limits;
 pub mod middleware;
 pub mod payload;
 pub mod plans;
+pub mod query;
 pub mod schema;
 
 mod accounts;
@@ -99,7 +100,8 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         .description(
             "US sales and use tax for one transaction across 51 jurisdictions, with the law it applied; the ledger; \
              nexus settings and alerts; 1099 tracking. Errors always use the envelope {success:false, code, error, \
-             request_id, errors}; codes are the frozen ErrorCode enum. Every response carries X-Request-Id.",
+             request_id, errors}; codes are the frozen ErrorCode enum. A query parameter an operation does not list is 400 INVALID_INPUT \
+             naming it, before the operation does anything. Every response carries X-Request-Id.",
         )
         .server("/")
 }
@@ -127,6 +129,7 @@ pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Out
     let service = openapi_service(state);
     let spec = service.spec();
     let allow = Arc::new(allowed_methods(&spec));
+    let queries = Arc::new(query::QueryParameters::from_spec(&spec));
     let docs = service.swagger_ui();
     let spec_text = Arc::new(spec);
     let route = Route::new()
@@ -139,5 +142,5 @@ pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Out
             })),
         )
         .with(poem::middleware::CatchPanic::new());
-    middleware::Envelope { inner: route.map_to_response(), allow, trust_forwarded_for }
+    middleware::Envelope { inner: route.map_to_response(), allow, trust_forwarded_for, queries }
 }

@@ -42,6 +42,7 @@ pub enum AlertsResponses {
 }
 
 error_responses!(AlertsErrors {
+    400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",
     401 => Unauthorized: "UNAUTHORIZED.",
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });

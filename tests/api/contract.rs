@@ -86,6 +86,8 @@ async fn document_is_served_and_complete() {
             let statuses: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
             assert!(statuses.iter().any(|s| s.starts_with('2')), "{method} {path}: no success status");
             assert!(statuses.iter().any(|s| s.as_str() == "500"), "{method} {path}: 500 not documented");
+            // Any operation refuses a query parameter it does not list (`api::query`).
+            assert!(statuses.iter().any(|s| s.as_str() == "400"), "{method} {path}: 400 not documented");
         }
     }
     let calc = &doc["paths"]["/api/v1/calculate"]["post"];

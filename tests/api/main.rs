@@ -16,4 +16,5 @@ mod ingest;
 mod limits;
 mod listing;
 mod nexus;
+mod query;
 mod tenancy;
