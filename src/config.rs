@@ -116,8 +116,8 @@ pub struct Config {
     pub bind: String,
     /// DATABASE_URL; default: the SQLite file `<data_dir>/levy.db`.
     pub database_url: String,
-    /// The rules directory loaded and checked at start (LEVY_RULES, default `rules`).
-    pub rules_dir: PathBuf,
+    /// The rules directory loaded and checked at start (LEVY_RULES); `None`: the rules compiled into the binary.
+    pub rules_dir: Option<PathBuf>,
     /// Where the embedded database and the generated data key live (LEVY_DATA_DIR, default `levy-data`).
     pub data_dir: PathBuf,
     /// The EIN encryption key as 64 hex characters (LEVY_DATA_KEY); default: `<data_dir>/data.key`, created on first start.
@@ -132,7 +132,7 @@ impl Config {
         Config {
             bind: std::env::var("LEVY_BIND").unwrap_or_else(|_| "127.0.0.1:8080".into()),
             database_url,
-            rules_dir: PathBuf::from(std::env::var("LEVY_RULES").unwrap_or_else(|_| "rules".into())),
+            rules_dir: std::env::var_os("LEVY_RULES").map(PathBuf::from),
             data_dir,
             data_key: std::env::var("LEVY_DATA_KEY").ok(),
             limits: Limits::from_env(),

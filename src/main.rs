@@ -28,7 +28,7 @@ enum Command {
         /// Database URL (overrides DATABASE_URL).
         #[arg(long)]
         database_url: Option<String>,
-        /// Rules directory (overrides LEVY_RULES; default rules).
+        /// Rules directory, loaded and checked at start (overrides LEVY_RULES; default: the rules compiled in).
         #[arg(long)]
         rules: Option<PathBuf>,
     },
@@ -124,7 +124,7 @@ fn serve(bind: Option<String>, database_url: Option<String>, rules: Option<PathB
         config.database_url = u;
     }
     if let Some(r) = rules {
-        config.rules_dir = r;
+        config.rules_dir = Some(r);
     }
     let Some(rt) = runtime() else { return 1 };
     match rt.block_on(levy::server::serve(config)) {

@@ -50,6 +50,10 @@ pub fn run_case(reg: &Registry, case: &Case) -> CaseOutcome {
             failures.push(format!("request rejected: {}", errs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")));
             return CaseOutcome { failures, determination: None };
         }
+        (Err(e @ EngineError::BeforeCoverage { .. }), _) => {
+            failures.push(format!("as_of: {e}"));
+            return CaseOutcome { failures, determination: None };
+        }
         (Err(EngineError::Internal(e)), _) => {
             failures.push(format!("internal error: {e}"));
             return CaseOutcome { failures, determination: None };

@@ -29,9 +29,25 @@ pub fn init_tracing() {
 /// The rules, checked; `Err` after printing every diagnostic.
 pub fn load_rules(dir: &Path) -> Result<Registry, String> {
     if !dir.join("registry.yaml").is_file() {
-        return Err(format!("no rules directory at {} (expected {}); run from the repository root or set LEVY_RULES", dir.display(), dir.join("registry.yaml").display()));
+        return Err(format!("no rules directory at {} (expected {}); name one with --rules or LEVY_RULES, or set neither to use the rules compiled in", dir.display(), dir.join("registry.yaml").display()));
     }
     crate::cli::load_or_report(dir).map(|(r, _)| r).ok_or_else(|| format!("the rules in {} have errors (listed above); fix them and start again", dir.display()))
+}
+
+/// The rules the service runs: the directory given (`--rules` / LEVY_RULES), else those compiled into the binary
+/// (build.rs), checked the same way.
+pub fn configured_rules(dir: Option<&Path>) -> Result<Registry, String> {
+    if let Some(dir) = dir {
+        return load_rules(dir);
+    }
+    // The loader reads a directory: the compiled-in files are written to a fresh one, loaded, and removed.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("levy-rules-{}-{nanos}", std::process::id()));
+    let result = crate::rules::embedded::write_to(&dir)
+        .map_err(|e| format!("cannot write the compiled-in rules to {}: {e}", dir.display()))
+        .and_then(|()| crate::cli::load_or_report(&dir).map(|(r, _)| r).ok_or_else(|| "the rules compiled into this binary have errors (listed above)".to_string()));
+    let _ = std::fs::remove_dir_all(&dir);
+    result
 }
 
 /// The EIN key: LEVY_DATA_KEY, else `<data_dir>/data.key`, generated (mode 0600) on first start.
@@ -70,13 +86,13 @@ pub async fn connect_and_migrate(url: &str) -> Result<Store, String> {
 
 /// A state for producing the OpenAPI document without a database (an in-memory SQLite).
 pub async fn offline_state(config: &Config) -> Result<Arc<AppState>, String> {
-    let registry = Arc::new(load_rules(&config.rules_dir)?);
+    let registry = Arc::new(configured_rules(config.rules_dir.as_deref())?);
     let store = Store::connect("sqlite::memory:").await.map_err(|e| e.to_string())?;
     Ok(Arc::new(AppState::new(store, registry, Clock::system(), config.limits.clone(), DataKey::generate())))
 }
 
 pub async fn serve(config: Config) -> Result<(), String> {
-    let registry = Arc::new(load_rules(&config.rules_dir)?);
+    let registry = Arc::new(configured_rules(config.rules_dir.as_deref())?);
     let data_key = data_key(&config)?;
     let store = connect_and_migrate(&config.database_url).await?;
     let state = Arc::new(AppState::new(store.clone(), registry, Clock::system(), config.limits.clone(), data_key));

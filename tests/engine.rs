@@ -127,3 +127,65 @@ fn the_same_registry_answers_for_2025_2026_and_2027() {
     assert_eq!(d2026.total_tax, Decimal::ZERO);
     assert_eq!(d2027.total_tax, Decimal::new(7250, 2)); // 1000 × 7.25% statewide rate, SB 122
 }
+
+/// `levy rules explain` reports the engine's input errors as a rejected request naming the field (exit 1), and
+/// a date before the rules as the `--as-of` it came from.
+#[test]
+fn explain_reports_engine_input_errors_as_a_rejected_request() {
+    let rules = common::rules_dir();
+    let explain = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy")).args(["rules", "explain", "--rules"]).arg(&rules).args(args).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (code, stdout, stderr) = explain(&["--as-of", "2026-03-01", "--request", r#"{"amount":100,"buyer_state":"UT","seller_state":"UT","counterparty_id":"c"}"#]);
+    assert_eq!((code, stdout.as_str()), (Some(1), ""));
+    assert!(stderr.starts_with("the request was rejected:\n  seller_zip: is required: intrastate sales in UT are sourced to the seller's location ("), "{stderr}");
+    let (code, _, stderr) = explain(&["--as-of", "2023-12-31", "--request", r#"{"amount":100,"buyer_state":"WA","counterparty_id":"c"}"#]);
+    assert_eq!((code, stderr.as_str()), (Some(1), "the request was rejected:\n  --as-of: 2023-12-31 is before the first date the rules cover (2024-01-01)\n"));
+}
+
+/// The rules compiled into the binary are the repository's rule files, byte for byte (its scenario tests
+/// aside), and load as the same registry.
+#[test]
+fn the_compiled_in_rules_are_the_rule_files() {
+    fn yaml_files(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+            if path.is_dir() && rel != "tests" {
+                yaml_files(root, &path, out);
+            } else if rel.ends_with(".yaml") {
+                out.push(rel);
+            }
+        }
+    }
+    let root = common::rules_dir();
+    let mut on_disk = Vec::new();
+    yaml_files(&root, &root, &mut on_disk);
+    on_disk.sort();
+    let compiled: Vec<String> = levy::rules::embedded::FILES.iter().map(|(p, _)| p.to_string()).collect();
+    assert_eq!(compiled, on_disk);
+    assert!(compiled.contains(&"states/tx.yaml".to_string()) && compiled.contains(&"gains/federal.yaml".to_string()));
+    for (rel, bytes) in levy::rules::embedded::FILES {
+        assert_eq!(*bytes, std::fs::read(root.join(rel)).unwrap().as_slice(), "{rel}");
+    }
+    let reg = levy::server::configured_rules(None).expect("the compiled-in rules load");
+    assert_eq!((reg.version.as_str(), reg.coverage_from), (registry().version.as_str(), registry().coverage_from));
+}
+
+/// Started outside the repository with no rules named, the binary uses its compiled-in rules; a directory named
+/// with LEVY_RULES is still loaded and checked, and one that is not there stops it.
+#[test]
+fn the_binary_runs_from_anywhere() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy")).arg("openapi").current_dir(elsewhere.path()).env_remove("LEVY_RULES").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["info"]["version"], json!("1.5.0"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy")).arg("openapi").current_dir(elsewhere.path()).env("LEVY_RULES", common::rules_dir()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let missing = elsewhere.path().join("rules");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy")).arg("openapi").current_dir(elsewhere.path()).env("LEVY_RULES", &missing).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with(&format!("error: no rules directory at {}", missing.display())), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -71,6 +71,7 @@ pub enum MeResponses {
 }
 
 error_responses!(MeErrors {
+    400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",
     401 => Unauthorized: "UNAUTHORIZED: missing, unknown or expired session token.",
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });

@@ -88,6 +88,8 @@ pub fn iso(ms: i64) -> String {
 pub struct LiveRequest {
     pub request: Request,
     pub raw: Value,
+    /// What the request's field names are prefixed with in error messages (`records[3].` for an ingest record).
+    pub prefix: String,
 }
 
 /// Validates a calculate body for a live (keyed) call: the spec's checks plus the demo-only fields.
@@ -101,7 +103,7 @@ pub fn parse_live(value: &Value, prefix: &str) -> Result<LiveRequest, Vec<String
         }
     }
     match parse_request(value) {
-        Ok(request) if errors.is_empty() => Ok(LiveRequest { request, raw: value.clone() }),
+        Ok(request) if errors.is_empty() => Ok(LiveRequest { request, raw: value.clone(), prefix: prefix.to_string() }),
         Ok(_) => Err(errors),
         Err(fields) => {
             errors.extend(fields.iter().map(|e| format!("{prefix}{}: {}", e.field, e.message)));
@@ -137,7 +139,16 @@ impl AppState {
         };
         let entry = Entry::new(live, None, None);
         let source = Source::Calculate { idempotency_key: idem.clone() };
-        let job = RecordJob { key_id: owner.key_id.clone(), entity_id: owner.entity_id.clone(), entries: vec![entry], source, now_ms };
+        let mut job = RecordJob { key_id: owner.key_id.clone(), entity_id: owner.entity_id.clone(), entries: vec![entry], source, now_ms };
+        // A request the engine cannot answer as sent (an origin-sourced sale without seller_zip) ends here, as
+        // the other 400s do: counted in the key's window, its Idempotency-Key released.
+        if let Err(e) = self.prepare_job(&mut job).await {
+            self.count_burst(&owner.key_id, now_ms).await?;
+            if let Some(k) = &idem {
+                self.release_idempotency_key(&owner.entity_id, k).await;
+            }
+            return Err(e);
+        }
         let result = self.record(job).await.map(|r| r.response);
         if let (Err(_), Some(k)) = (&result, &idem) {
             self.release_idempotency_key(&owner.entity_id, k).await;
@@ -173,7 +184,7 @@ impl AppState {
         let request = parse_request(value).map_err(|e| ApiError::fields(&e))?;
         let now = self.clock.now();
         let input = Input { request: &request, nexus: request.nexus_override.as_ref(), vendor_ytd: None, as_of: now.date_naive() };
-        let det = determine(&self.registry, &input).map_err(|e| ApiError::internal(format!("{e:?}")))?;
+        let det = determine(&self.registry, &input).map_err(|e| ApiError::engine(e, ""))?;
         let upgrade = [
             ("message", "Demo answers omit the jurisdiction breakdown, advisories and audit trail, and are not recorded. Sign up for a free key for full, recorded answers."),
             ("signup", "/api/v1/auth/signup"),

@@ -9,7 +9,7 @@ use poem::http::StatusCode;
 use poem_openapi::{Enum, Object};
 use serde_json::Value;
 
-use crate::engine::FieldError;
+use crate::engine::{EngineError, FieldError};
 use crate::store::StoreError;
 
 /// The 16 error codes. Frozen: clients branch on these; adding one needs an API version bump.
@@ -97,6 +97,15 @@ impl ApiError {
 
     pub fn fields(errors: &[FieldError]) -> Self {
         ApiError::invalid(errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect())
+    }
+
+    /// The engine's answer to a request it cannot determine: its input errors are the caller's (400 INVALID_INPUT,
+    /// each naming its field after `prefix`, as `records[3].` for an ingest record); anything else is a 500.
+    pub fn engine(e: EngineError, prefix: &str) -> Self {
+        match e {
+            EngineError::Input(errors) => ApiError::invalid(errors.iter().map(|e| format!("{prefix}{}: {}", e.field, e.message)).collect()),
+            other @ (EngineError::BeforeCoverage { .. } | EngineError::Internal(_)) => ApiError::internal(format!("engine: {other}")),
+        }
     }
 
     pub fn field(field: &str, message: impl std::fmt::Display) -> Self {

@@ -21,6 +21,7 @@ pub enum HealthResponse {
 }
 
 error_responses!(HealthErrors {
+    400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",
     503 => DbUnavailable: "The database does not answer (DB_UNAVAILABLE).",
 });
 

@@ -50,6 +50,7 @@ pub enum ListKeysResponses {
 }
 
 error_responses!(ListKeysErrors {
+    400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",
     401 => Unauthorized: "UNAUTHORIZED.",
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });

@@ -14,7 +14,8 @@ use super::schema::ledger::{IngestBody, IngestResponse, TransactionList};
 use super::recorder::{Entry, EntryOutcome, RecordJob, Source};
 use super::{ApiTags, AppState};
 use crate::error_responses;
-use crate::rules::schema::state_index;
+use crate::rules::diag::did_you_mean;
+use crate::rules::schema::{state_index, STATES, TRANSACTION_TYPES};
 use crate::store::entity::transaction;
 use crate::store::ledger::TransactionFilter;
 use crate::validate::Checker;
@@ -51,7 +52,7 @@ pub enum ListResponses {
 }
 
 error_responses!(ListErrors {
-    400 => BadRequest: "INVALID_INPUT: a query parameter is invalid (role, state, since, limit).",
+    400 => BadRequest: "INVALID_INPUT: a query parameter is invalid (role, state, buyer_state, transaction_type, since, limit, offset), state and buyer_state differ, or a parameter it does not list.",
     401 => Unauthorized: "UNAUTHORIZED.",
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
@@ -87,7 +88,7 @@ fn parse_item(v: &Value, prefix: &str, errors: &mut Vec<String>) -> Option<Inges
     }
     errors.extend(check.errors.iter().map(|e| format!("{prefix}{}: {}", e.field, e.message)));
     match parse_live(&Value::Object(core), prefix) {
-        Ok(live) if check.errors.is_empty() => Some(IngestItem { live: LiveRequest { request: live.request, raw: v.clone() }, external_tx_id: ext.or(reference), metadata }),
+        Ok(live) if check.errors.is_empty() => Some(IngestItem { live: LiveRequest { request: live.request, raw: v.clone(), prefix: live.prefix }, external_tx_id: ext.or(reference), metadata }),
         Ok(_) => None,
         Err(e) => {
             errors.extend(e);
@@ -159,7 +160,11 @@ impl LedgerApi {
     }
 
     /// List recorded transactions, newest first
+    ///
+    /// Filters combine (all must hold). `buyer_state` is another name for `state` (the reference SDK's); sent
+    /// together they must agree. `limit` and `offset` page through the list, newest first.
     #[oai(path = "/transactions", method = "get", operation_id = "listTransactions")]
+    #[allow(clippy::too_many_arguments)]
     async fn list(
         &self,
         auth: KeyAuth,
@@ -167,10 +172,18 @@ impl LedgerApi {
         role: Query<Option<String>>,
         /// Two-letter buyer state (lowercase accepted).
         state: Query<Option<String>>,
+        /// The same filter as `state`, under the reference SDK's name; with both, they must be the same state.
+        buyer_state: Query<Option<String>>,
+        /// One of the 19 transaction types; a record that sent none is saas (the contract's default).
+        transaction_type: Query<Option<String>>,
         /// Lower bound on the record time: an ISO 8601 date (2026-01-01, from 00:00 UTC) or date-time.
         since: Query<Option<String>>,
         /// 1 to 1000, default 100.
+        #[oai(validator(minimum(value = "1"), maximum(value = "1000")))]
         limit: Query<Option<i64>>,
+        /// Records to skip, newest first (default 0).
+        #[oai(validator(minimum(value = "0")))]
+        offset: Query<Option<i64>>,
     ) -> Result<ListResponses, ListErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
@@ -182,16 +195,33 @@ impl LedgerApi {
             }
             ok
         });
-        let state = match state.0 {
+        let mut state_of = |name: &str, value: Option<String>| match value {
             None => None,
             Some(st) => match state_index(&st.to_ascii_uppercase()) {
                 Some(_) => Some(st.to_ascii_uppercase()),
                 None => {
-                    errors.push(format!("state: `{st}` is not a two-letter US state code or DC"));
+                    let hint = did_you_mean(&st.to_ascii_uppercase(), STATES.iter().copied()).map(|x| format!(" (did you mean `{x}`?)")).unwrap_or_default();
+                    errors.push(format!("{name}: `{st}` is not a two-letter US state code or DC{hint}"));
                     None
                 }
             },
         };
+        let (by_state, by_buyer_state) = (state_of("state", state.0), state_of("buyer_state", buyer_state.0));
+        let state = match (by_state, by_buyer_state) {
+            (Some(a), Some(b)) if a != b => {
+                errors.push(format!("buyer_state: `{b}` differs from state `{a}`; they name the same filter, so send one"));
+                None
+            }
+            (a, b) => a.or(b),
+        };
+        let transaction_type = transaction_type.0.filter(|tt| {
+            let ok = TRANSACTION_TYPES.contains(&tt.as_str());
+            if !ok {
+                let hint = did_you_mean(tt, TRANSACTION_TYPES.iter().copied()).map(|x| format!("; did you mean `{x}`?")).unwrap_or_default();
+                errors.push(format!("transaction_type: `{tt}` is not one of: {}{hint}", TRANSACTION_TYPES.join(", ")));
+            }
+            ok
+        });
         let since_ms = match since.0.as_deref().map(parse_since) {
             None => None,
             Some(Ok(ms)) => Some(ms),
@@ -200,14 +230,14 @@ impl LedgerApi {
                 None
             }
         };
-        let limit = limit.0.unwrap_or(100);
-        if !(1..=1000).contains(&limit) {
-            errors.push("limit: must be between 1 and 1000".to_string());
-        }
+        // (The validators above have checked both ranges.)
+        let limit = limit.0.unwrap_or(100).clamp(1, 1000) as u64;
+        let offset = offset.0.unwrap_or(0).max(0) as u64;
         if !errors.is_empty() {
             return Err(ApiError::invalid(errors).into());
         }
-        let rows = s.store.list_transactions(&owner.entity.id, &TransactionFilter { role, state, since_ms, limit: limit as u64 }).await.map_err(ApiError::from)?;
+        let filter = TransactionFilter { role, state, transaction_type, since_ms, limit, offset };
+        let rows = s.store.list_transactions(&owner.entity.id, &filter).await.map_err(ApiError::from)?;
         let list: Vec<Value> = rows.iter().map(transaction_view).collect();
         Ok(ListResponses::Ok(JsonText::value(&json!({"success": true, "count": list.len(), "transactions": list}))))
     }
@@ -254,7 +284,10 @@ impl AppState {
         let now_ms = s.clock.now_ms();
         let shown: Vec<(Option<String>, Option<Map<String, Value>>)> = items.iter().map(|i| (i.external_tx_id.clone(), i.metadata.clone())).collect();
         let entries = items.into_iter().map(|i| Entry::new(i.live, i.external_tx_id, i.metadata)).collect();
-        let recorded = s.record(RecordJob { key_id: key.key_id.clone(), entity_id: key.entity_id.clone(), entries, source: Source::Ingest, now_ms }).await?;
+        let mut job = RecordJob { key_id: key.key_id.clone(), entity_id: key.entity_id.clone(), entries, source: Source::Ingest, now_ms };
+        // Records the engine cannot answer as sent reject the whole request, as invalid fields do; nothing is written.
+        s.prepare_job(&mut job).await?;
+        let recorded = s.record(job).await?;
         let mut out = Vec::new();
         let (mut written, mut duplicates) = (0u32, 0u32);
         for (i, (outcome, (ext, metadata))) in recorded.entries.into_iter().zip(shown).enumerate() {

@@ -15,6 +15,7 @@ use tracing::Instrument;
 use super::context::{self, RequestContext};
 use super::error::{ApiError, ErrorCode};
 use super::payload::BodyBudget;
+use super::query::QueryParameters;
 use crate::config::Bounds;
 
 pub struct Envelope<E> {
@@ -27,6 +28,8 @@ pub struct Envelope<E> {
     pub bounds: Bounds,
     /// The body bytes all requests may hold at once, shared through the request's data.
     pub body_budget: BodyBudget,
+    /// Each operation's query parameters, from the OpenAPI document (any other is refused before the handler).
+    pub queries: Arc<QueryParameters>,
 }
 
 fn valid_request_id(v: &str) -> bool {
@@ -102,6 +105,10 @@ fn from_status(status: StatusCode, detail: &str) -> ApiError {
     }
 }
 
+fn envelope_response(err: &ApiError) -> Response {
+    poem::web::Json(serde_json::to_value(poem_openapi::types::ToJSON::to_json(&err.envelope())).unwrap_or_default()).with_status(err.status).into_response()
+}
+
 impl<E: Endpoint> Endpoint for Envelope<E> {
     type Output = Response;
 
@@ -114,10 +121,15 @@ impl<E: Endpoint> Endpoint for Envelope<E> {
         };
         let method = req.method().to_string();
         let path = req.uri().path().to_string();
+        let query = req.uri().query().map(str::to_string);
         let ctx = Arc::new(RequestContext { request_id: request_id.clone(), client_ip: self.client_ip(&req), extra_headers: Mutex::new(Vec::new()) });
         let span = tracing::info_span!("request", request_id = %request_id, method = %method, path = %path);
         let started = Instant::now();
         let mut resp = context::scope(ctx.clone(), async {
+            // A query parameter the operation does not document ends the request here, before any of its effects.
+            if let Err(e) = self.queries.check(&method, &path, query.as_deref()) {
+                return envelope_response(&e);
+            }
             let limit = self.bounds.request_timeout;
             let outcome = match tokio::time::timeout(limit, self.inner.call(req)).await {
                 Ok(Ok(r)) => Ok(r.into_response()),
@@ -131,9 +143,7 @@ impl<E: Endpoint> Endpoint for Envelope<E> {
                 Ok(Err(err)) => (err, None),
                 Err(failure) => failure,
             };
-            let mut resp = poem::web::Json(serde_json::to_value(poem_openapi::types::ToJSON::to_json(&err.envelope())).unwrap_or_default())
-                .with_status(err.status)
-                .into_response();
+            let mut resp = envelope_response(&err);
             if let Some(allow) = allow.and_then(|a| HeaderValue::from_str(&a).ok()) {
                 resp.headers_mut().insert(header::ALLOW, allow);
             }

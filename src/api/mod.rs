@@ -9,6 +9,7 @@ pub mod limits;
 pub mod middleware;
 pub mod payload;
 pub mod plans;
+pub mod query;
 pub mod schema;
 
 mod accounts;
@@ -78,6 +79,10 @@ pub enum ApiTags {
 
 pub const API_VERSION: &str = "v2";
 
+/// The version of the interface this server implements (the spec's Versioning section, item 2): the OpenAPI
+/// document's `info.version`. Not the crate's version, which numbers builds of this implementation.
+pub const INTERFACE_VERSION: &str = "1.5.0";
+
 pub type Apis = (health::HealthApi, calculate::CalculateApi, ledger::LedgerApi, nexus::NexusApi, accounts::AccountsApi, keys::KeysApi, trades::TradesApi, trades::RatesApi);
 
 pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
@@ -91,11 +96,12 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         trades::TradesApi(state.clone()),
         trades::RatesApi(state),
     );
-    OpenApiService::new(apis, "levy tax-intelligence API", env!("CARGO_PKG_VERSION"))
+    OpenApiService::new(apis, "levy tax-intelligence API", INTERFACE_VERSION)
         .description(
             "US sales and use tax for one transaction across 51 jurisdictions, with the law it applied; the ledger; \
              nexus settings and alerts; 1099 tracking. Errors always use the envelope {success:false, code, error, \
-             request_id, errors}; codes are the frozen ErrorCode enum. Every response carries X-Request-Id.",
+             request_id, errors}; codes are the frozen ErrorCode enum. A query parameter an operation does not list is 400 INVALID_INPUT \
+             naming it, before the operation does anything. Every response carries X-Request-Id.",
         )
         .server("/")
 }
@@ -124,6 +130,7 @@ pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Out
     let service = openapi_service(state);
     let spec = service.spec();
     let allow = Arc::new(allowed_methods(&spec));
+    let queries = Arc::new(query::QueryParameters::from_spec(&spec));
     let docs = service.swagger_ui();
     let spec_text = Arc::new(spec);
     let route = Route::new()
@@ -137,5 +144,5 @@ pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Out
         )
         .with(poem::middleware::CatchPanic::new());
     let body_budget = payload::BodyBudget::new(&bounds);
-    middleware::Envelope { inner: route.map_to_response(), allow, trust_forwarded_for, bounds, body_budget }
+    middleware::Envelope { inner: route.map_to_response(), allow, trust_forwarded_for, bounds, body_budget, queries }
 }

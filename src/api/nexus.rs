@@ -42,6 +42,7 @@ pub enum AlertsResponses {
 }
 
 error_responses!(AlertsErrors {
+    400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",
     401 => Unauthorized: "UNAUTHORIZED.",
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
@@ -124,7 +125,7 @@ impl NexusApi {
     /// Store where the account has nexus (merge)
     ///
     /// Only the states in the map are written; the others keep their setting; an empty map changes nothing
-    /// (but marks nexus as configured). Send hasNexus false to remove a state. Codes may be lowercase.
+    /// (an account that never configured nexus stays unconfigured). Send hasNexus false to remove a state. Codes may be lowercase.
     #[oai(path = "/nexus", method = "post", operation_id = "setNexus")]
     async fn set(&self, auth: KeyAuth, body: JsonBody<NexusRequest>) -> Result<NexusResponses, NexusErrors> {
         let s = &self.0;

@@ -35,13 +35,13 @@ use sea_orm::{ConnectionTrait, DbBackend};
 use serde_json::{Map, Value};
 
 use super::calculate::{iso, LiveRequest};
-use super::error::ApiError;
+use super::error::{ApiError, ErrorCode};
 use super::limits::{allowance, burst_call, burst_exceeded, monthly_call};
 use super::{AppState, API_VERSION};
 use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
 use crate::engine::render::{self, FullText};
 use crate::engine::samples;
-use crate::engine::{determine, Determination, Input, Request};
+use crate::engine::{determine, Determination, Input};
 use crate::rules::registry::Registry;
 use crate::rules::schema::state_index;
 use crate::security::new_ordered_id;
@@ -106,9 +106,9 @@ pub type NexusSeen = super::seen::Seen<Nexus>;
 
 /// Determines an entry of the account's with the nexus given, renders it with the API's members, its 1099 parts
 /// left to settle, and packs the rest.
-fn prepare(registry: &Registry, dictionary: &'static Dictionary, now_ms: i64, entity_id: &str, nexus: Nexus, req: &Request) -> Result<Prepared, ApiError> {
-    let input = Input { request: req, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(now_ms) };
-    let det = determine(registry, &input).map_err(|err| ApiError::internal(format!("{err:?}")))?;
+fn prepare(registry: &Registry, dictionary: &'static Dictionary, now_ms: i64, entity_id: &str, nexus: Nexus, live: &LiveRequest) -> Result<Prepared, ApiError> {
+    let input = Input { request: &live.request, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(now_ms) };
+    let det = determine(registry, &input).map_err(|err| ApiError::engine(err, &live.prefix))?;
     let id = new_ordered_id("tx", now_ms);
     let extra = [("transaction_id", id.as_str()), ("timestamp", &iso(now_ms)), ("entity_id", entity_id), ("mode", "live"), ("api_version", API_VERSION)];
     let fixed = FullText::new(&det).into_fixed(&extra);
@@ -287,13 +287,7 @@ struct Known {
 
 impl AppState {
     /// Determines and records a job's entries (in a batch with whatever else is waiting) and answers once they are committed.
-    pub async fn record(self: &Arc<Self>, mut job: RecordJob) -> Result<Recorded, ApiError> {
-        if let (Some(nexus), Ok(dictionary)) = (self.nexus_seen.get(&job.entity_id), self.ledger_dictionary().await) {
-            for entry in &mut job.entries {
-                // (One that fails is determined again in the batch, which answers the failure.)
-                entry.prepared = prepare(&self.registry, dictionary, job.now_ms, &job.entity_id, nexus.clone(), &entry.live.request).ok();
-            }
-        }
+    pub async fn record(self: &Arc<Self>, job: RecordJob) -> Result<Recorded, ApiError> {
         let (state, now_ms) = (self.clone(), job.now_ms);
         let applied = self
             .recorder
@@ -307,6 +301,40 @@ impl AppState {
             self.burst_verdict(now_ms, count)?;
         }
         answer.result
+    }
+
+    /// Determines, renders and packs a job's entries before its batch (see [`Prepared`]), from the account's nexus
+    /// as this instance last read it (none, for an account it has not seen). A request the engine cannot answer as
+    /// sent is the caller's error whatever the nexus (sourcing does not depend on it): every such entry's fields
+    /// come back in one 400, and the job goes no further. Any other failure leaves the entry to the batch, which
+    /// determines it again and answers that failure.
+    pub async fn prepare_job(&self, job: &mut RecordJob) -> Result<(), ApiError> {
+        let nexus = self.nexus_seen.get(&job.entity_id).unwrap_or_default();
+        let dictionary = self.ledger_dictionary().await.ok();
+        let mut errors = Vec::new();
+        for entry in &mut job.entries {
+            let prepared = match dictionary {
+                Some(d) => prepare(&self.registry, d, job.now_ms, &job.entity_id, nexus.clone(), &entry.live).map(Some),
+                // (Without the dictionary, only whether the engine takes the request.)
+                None => {
+                    let input = Input { request: &entry.live.request, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(job.now_ms) };
+                    determine(&self.registry, &input).map(|_| None).map_err(|err| ApiError::engine(err, &entry.live.prefix))
+                }
+            };
+            entry.prepared = match prepared {
+                Ok(p) => p,
+                Err(e) if e.code == ErrorCode::InvalidInput => {
+                    errors.extend(e.errors);
+                    None
+                }
+                Err(_) => None,
+            };
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(errors))
+        }
     }
 
     /// Writes a batch and answers its callers once it is committed, before the writer connection goes back to its
@@ -436,7 +464,7 @@ impl AppState {
             let redone;
             let prepared = match &entry.prepared {
                 Some(p) if *p.nexus == *account_nexus => p,
-                _ => match prepare(&self.registry, dictionary, job.now_ms, &job.entity_id, account_nexus, req) {
+                _ => match prepare(&self.registry, dictionary, job.now_ms, &job.entity_id, account_nexus, &entry.live) {
                     Ok(p) => {
                         redone = p;
                         &redone

@@ -52,6 +52,10 @@ pub fn explain(rules: &Path, request: &str, as_of: Option<&str>, nexus: Option<&
             }
             1
         }
+        Err(EngineError::BeforeCoverage { as_of, coverage_from }) => {
+            eprintln!("the request was rejected:\n  --as-of: {as_of} is before the first date the rules cover ({coverage_from})");
+            1
+        }
         Err(EngineError::Internal(e)) => {
             eprintln!("internal error: {e}");
             1

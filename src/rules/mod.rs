@@ -14,6 +14,7 @@ pub mod load;
 pub mod read;
 pub mod registry;
 pub mod gains;
+pub mod embedded;
 
 pub use load::load_dir;
 pub use registry::Registry;

@@ -2,9 +2,11 @@
 
 use std::collections::HashMap;
 
+use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect};
 
 use super::entity::{state_revenue, transaction, vendor_ytd};
+use crate::rules::schema::{Fact, TRANSACTION_TYPES};
 use super::prepared::{Query, Upsert};
 use super::script::{Arg, Execute, Script, ScriptConn, Sql};
 use super::{adding_upserts, inserts, Store, StoreError};
@@ -54,8 +56,12 @@ pub const STATE_REVENUE_FROM: Query = Query { name: "levy_state_revenue_from", p
 pub struct TransactionFilter {
     pub role: Option<String>,
     pub state: Option<String>,
+    /// The request's transaction_type, its default (saas) for a request that sent none.
+    pub transaction_type: Option<String>,
     pub since_ms: Option<i64>,
     pub limit: u64,
+    /// Rows to skip, newest first.
+    pub offset: u64,
 }
 
 /// A payment to a counterparty in a tax year (micro-dollars).
@@ -213,7 +219,16 @@ impl Store {
         if let Some(since) = f.since_ms {
             q = q.filter(transaction::Column::CreatedAt.gte(since));
         }
-        let mut rows = q.order_by_desc(transaction::Column::CreatedAt).order_by_desc(transaction::Column::Id).limit(f.limit).all(&self.db).await?;
+        if let Some(tt) = &f.transaction_type {
+            // No column of its own: read from the stored request (JSON text, never packed), with the contract's
+            // default for a request that sent none.
+            let default = Fact::transaction_type.def().default.and_then(|i| TRANSACTION_TYPES.get(i as usize)).copied().unwrap_or("saas");
+            q = q.filter(match self.db.get_database_backend() {
+                DbBackend::Postgres => Expr::cust_with_values(r#"COALESCE(CAST("request" AS jsonb) ->> 'transaction_type', $1) = $2"#, [default, tt.as_str()]),
+                _ => Expr::cust_with_values(r#"COALESCE(json_extract("request", ?), ?) = ?"#, ["$.transaction_type", default, tt.as_str()]),
+            });
+        }
+        let mut rows = q.order_by_desc(transaction::Column::CreatedAt).order_by_desc(transaction::Column::Id).offset(f.offset).limit(f.limit).all(&self.db).await?;
         self.unpack(&mut rows).await?;
         Ok(rows)
     }

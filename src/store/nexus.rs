@@ -36,6 +36,10 @@ impl Store {
 
     /// Writes only the states given; the others keep what they had. Marks the account as configured.
     pub async fn merge_nexus(&self, entity_id: &str, entries: &[NexusEntry], now: i64) -> Result<(), StoreError> {
+        // The spec's merge: an empty map changes nothing, not even whether nexus counts as configured.
+        if entries.is_empty() {
+            return Ok(());
+        }
         let txn = self.db.begin().await?;
         for e in entries {
             let row = nexus_state::ActiveModel {

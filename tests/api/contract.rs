@@ -71,6 +71,8 @@ async fn document_is_served_and_complete() {
     let r = app.get("/api/v1/openapi.json", None).await;
     assert_eq!(r.status, 200);
     let doc = r.json;
+    // The interface version of the spec's Versioning section, not the crate's.
+    assert_eq!(doc["info"]["version"], json!("1.5.0"));
     // The frozen error enum has exactly the spec's 16 codes.
     let codes = schema(&doc, "ErrorCode")["enum"].as_array().unwrap().clone();
     assert_eq!(codes.len(), 16);
@@ -84,6 +86,8 @@ async fn document_is_served_and_complete() {
             let statuses: Vec<&String> = op["responses"].as_object().unwrap().keys().collect();
             assert!(statuses.iter().any(|s| s.starts_with('2')), "{method} {path}: no success status");
             assert!(statuses.iter().any(|s| s.as_str() == "500"), "{method} {path}: 500 not documented");
+            // Any operation refuses a query parameter it does not list (`api::query`).
+            assert!(statuses.iter().any(|s| s.as_str() == "400"), "{method} {path}: 400 not documented");
         }
     }
     let calc = &doc["paths"]["/api/v1/calculate"]["post"];
@@ -131,4 +135,104 @@ async fn gains_responses_conform() {
     let rates = app.get("/api/v1/rates/capital-gains?state=NY&explain=true", None).await;
     conforms(&doc, &rates.json, "FullGainsRates");
     conforms(&doc, &rates.json["states"]["NY"], "StateGainsRate");
+}
+
+/// The values the service validates a request enum field against, by the field's name: the engine's fact
+/// schema (`rules::schema`) for calculate's fields, the gains tracker's lists for a trade's. `None` for a name
+/// with no such list.
+fn validated_values(field: &str) -> Option<Vec<&'static str>> {
+    use levy::rules::schema::{Fact, FactKind, ASSET_CLASSES, FILING_STATUSES, STATES, WORK_TYPES};
+    if let Some(FactKind::Enum(values)) = Fact::by_name(field).map(|f| f.def().kind) {
+        return Some(values.to_vec());
+    }
+    Some(match field {
+        "agent_work_type" => WORK_TYPES.to_vec(),
+        "resident_state" => STATES.to_vec(),
+        "trade_type" => levy::gains::request::TRADE_TYPES.to_vec(),
+        "accounting_method" => levy::gains::Method::NAMES.to_vec(),
+        "tax_entity_type" => levy::gains::EntityType::NAMES.to_vec(),
+        "filing_status" => FILING_STATUSES.to_vec(),
+        "asset_class" => ASSET_CLASSES.to_vec(),
+        // Checked where they are read, with these literal lists (src/api/accounts.rs, src/api/keys.rs).
+        "network_visibility" => vec!["public", "private"],
+        "type" => vec!["live", "test"],
+        _ => return None,
+    })
+}
+
+/// Every enum a request body or query parameter documents, as (where, field, values), found by walking the
+/// document from each operation's request body and parameters.
+fn documented_request_enums(doc: &Value) -> Vec<(String, String, Vec<String>)> {
+    fn resolve<'a>(doc: &'a Value, s: &'a Value) -> &'a Value {
+        match s.get("$ref").and_then(Value::as_str) {
+            Some(r) => resolve(doc, &doc["components"]["schemas"][r.trim_start_matches("#/components/schemas/")]),
+            None => match s.get("allOf").and_then(Value::as_array).and_then(|a| a.iter().find(|x| x.get("$ref").is_some())) {
+                Some(inner) => resolve(doc, inner),
+                None => s,
+            },
+        }
+    }
+    fn walk(doc: &Value, at: &str, field: &str, schema: &Value, seen: &mut Vec<String>, out: &mut Vec<(String, String, Vec<String>)>) {
+        let s = resolve(doc, schema);
+        if let Some(values) = s.get("enum").and_then(Value::as_array) {
+            out.push((at.to_string(), field.to_string(), values.iter().map(|v| v.as_str().unwrap().to_string()).collect()));
+        }
+        for key in ["items", "additionalProperties"] {
+            if let Some(inner) = s.get(key).filter(|v| v.is_object()) {
+                walk(doc, at, field, inner, seen, out);
+            }
+        }
+        for variant in ["oneOf", "anyOf"].iter().filter_map(|k| s.get(*k).and_then(Value::as_array)).flatten() {
+            walk(doc, at, field, variant, seen, out);
+        }
+        let name = s.get("title").and_then(Value::as_str).unwrap_or(at).to_string();
+        if let Some(props) = s.get("properties").and_then(Value::as_object) {
+            let key = format!("{at}.{field}:{}", props.keys().cloned().collect::<Vec<_>>().join(","));
+            if seen.contains(&key) {
+                return;
+            }
+            seen.push(key);
+            for (p, ps) in props {
+                walk(doc, &name, p, ps, seen, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let at = format!("{} {path}", method.to_ascii_uppercase());
+            for content in op["requestBody"]["content"].as_object().into_iter().flatten().map(|(_, c)| c) {
+                walk(doc, &at, "body", &content["schema"], &mut seen, &mut out);
+            }
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                walk(doc, &at, p["name"].as_str().unwrap(), &p["schema"], &mut seen, &mut out);
+            }
+        }
+    }
+    out
+}
+
+/// No documented request enum drifts from the list the service validates it against: each enum reachable from a
+/// request body or parameter is compared, value for value and in order, with the engine's (or gains tracker's)
+/// list for its field, and one without such a list fails the test until it is given one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documented_request_enums_are_the_validated_lists() {
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let doc: Value = serde_json::from_str(&levy::api::openapi_json(app.state.clone())).unwrap();
+    let enums = documented_request_enums(&doc);
+    let mut fields: Vec<&str> = enums.iter().map(|(_, f, _)| f.as_str()).collect();
+    fields.sort();
+    fields.dedup();
+    // Calculate's and ingest's enums (by fact), the nested attestation and maintenance facts, signup, keys and trades.
+    for f in ["buyer_state", "transaction_type", "work_type", "role", "use_context", "digital_content_type", "payment_provider_type", "it_support_scope", "marketplace_role", "deliverable", "delivery", "support_kind", "update_delivery", "agent_work_type", "network_visibility", "type", "trade_type", "accounting_method", "tax_entity_type", "filing_status", "asset_class", "resident_state"] {
+        assert!(fields.contains(&f), "the walk did not reach `{f}` (found {fields:?})");
+    }
+    for (at, field, documented) in &enums {
+        let Some(validated) = validated_values(field) else { panic!("{at}: `{field}` documents an enum with no validated list to compare with: {documented:?}") };
+        assert_eq!(documented, &validated, "{at}: `{field}` documents {documented:?}, the service validates {validated:?}");
+    }
+    // The two that drifted: maintenance support_kind (documented `full`, never accepted) and the attestation's deliverable.
+    assert_eq!(schema(&doc, "SupportKind")["enum"], json!(["help_desk_only", "technical"]));
+    assert_eq!(schema(&doc, "Deliverable")["enum"], json!(["source_code", "compiled_artifact", "hosted_access", "other"]));
 }

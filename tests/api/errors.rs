@@ -56,9 +56,14 @@ async fn envelope_for_every_failure(app: TestApp) {
     assert_eq!((r.status, r.code()), (400, "IDEMPOTENCY_KEY_INVALID"));
 
     // Bad query parameter.
-    let r = app.get("/api/v1/transactions?limit=5000&role=vendor&since=yesterday", Some(&a.key)).await;
+    let r = app.get("/api/v1/transactions?transaction_type=sas&role=vendor&since=yesterday", Some(&a.key)).await;
     assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"));
     assert_eq!(r.errors().len(), 3, "{:?}", r.errors());
+    // A value out of a documented range is refused before the others are read.
+    let r = app.get("/api/v1/transactions?limit=5000&role=vendor", Some(&a.key)).await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"));
+    assert_eq!(r.errors().len(), 1, "{:?}", r.errors());
+    assert!(r.errors()[0].starts_with("limit: "), "{:?}", r.errors());
     assert_eq!(app.ledger_rows(&a.entity_id).await, 0, "no failure wrote anything");
 }
 

@@ -134,15 +134,25 @@ impl TestApp {
         Some(TestApp::on_with(db, backend, Clock::fixed(start_time()), limits).await)
     }
 
+    /// An instance with rules of its own (a partial rule set, say) on a fresh database.
+    pub async fn start_with_rules(backend: Backend, rules: Arc<Registry>) -> Option<TestApp> {
+        let db = Arc::new(Db::fresh(backend).await?);
+        Some(TestApp::build(db, backend, Clock::fixed(start_time()), Limits::default(), rules).await)
+    }
+
     /// Another instance on the same database (its own pool, no shared memory), sharing the clock.
     pub async fn on(db: Arc<Db>, backend: Backend, clock: Clock) -> TestApp {
-        TestApp::on_with(db, backend, clock, Limits::default()).await
+        TestApp::build(db, backend, clock, Limits::default(), registry()).await
     }
 
     pub async fn on_with(db: Arc<Db>, backend: Backend, clock: Clock, limits: Limits) -> TestApp {
+        TestApp::build(db, backend, clock, limits, registry()).await
+    }
+
+    async fn build(db: Arc<Db>, backend: Backend, clock: Clock, limits: Limits, rules: Arc<Registry>) -> TestApp {
         let store = db.store().await;
         store.migrate().await.unwrap();
-        let state = Arc::new(AppState::new(store, registry(), clock.clone(), limits, DataKey::from_hex(&"ab".repeat(32)).unwrap()));
+        let state = Arc::new(AppState::new(store, rules, clock.clone(), limits, DataKey::from_hex(&"ab".repeat(32)).unwrap()));
         let client = Arc::new(TestClient::new(app(state.clone(), true).boxed()));
         TestApp { state, client, clock, backend, db }
     }

@@ -52,4 +52,25 @@ async fn nexus_merge_and_alerts(app: TestApp) {
     assert_eq!(num(&r.json["alerts"][0]["revenue"]), 81000.0);
 }
 
+/// Spec, NexusRequest: "an empty object changes nothing" — so it does not mark nexus as configured either.
+async fn empty_nexus_map_changes_nothing(app: TestApp) {
+    let a = app.signup("empty-nexus@example.com").await;
+    let r = app.post("/api/v1/nexus", Some(&a.key), &json!({"nexus": {}})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!((&r.json["nexus_configured"], &r.json["nexus"], &r.json["states_with_nexus"]), (&json!(false), &json!({}), &json!([])));
+    let r = app.get("/api/v1/nexus", Some(&a.key)).await;
+    assert_eq!(r.json["nexus_configured"], json!(false));
+    // A seller call still answers as for an account without nexus settings: 0 now, 1000 × 6.5% = 65.00 with nexus.
+    let r = app.post("/api/v1/calculate", Some(&a.key), &json!({"amount": 1000, "buyer_state": "WA", "transaction_type": "saas", "counterparty_id": "c"})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!((&r.json["nexus_configured"], num(&r.json["total_tax"]), num(&r.json["tax_if_nexus"]["total_tax"])), (&json!(false), 0.0, 65.0));
+
+    // After a real setting, an empty map keeps it as it is.
+    app.set_nexus(&a.key, &["WA"]).await;
+    let r = app.post("/api/v1/nexus", Some(&a.key), &json!({"nexus": {}})).await;
+    assert_eq!((&r.json["nexus_configured"], &r.json["states_with_nexus"]), (&json!(true), &json!(["WA"])));
+}
+
+on_both!(empty_nexus_map_changes_nothing);
+
 on_both!(nexus_merge_and_alerts);

@@ -1,6 +1,6 @@
 //! Calculate request and responses (interface spec: "Calculate request", "Calculate response, full" and "demo").
 
-use poem_openapi::{Enum, Object, Union};
+use poem_openapi::{Object, Union};
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -8,56 +8,36 @@ use serde_json::Value;
 /// A JSON object whose keys are described in the field's documentation.
 pub type Obj = BTreeMap<String, Value>;
 
-/// US state or DC, two letters.
-#[derive(Enum, Clone, Copy)]
-#[allow(clippy::upper_case_acronyms)]
-pub enum StateCode { AL, AK, AZ, AR, CA, CO, CT, DE, FL, GA, HI, ID, IL, IN, IA, KS, KY, LA, ME, MD, MA, MI, MN, MS, MO, MT, NE, NV, NH, NJ, NM, NY, NC, ND, OH, OK, OR, PA, RI, SC, SD, TN, TX, UT, VT, VA, WA, WV, WI, WY, DC }
+use crate::listed_enum;
+use crate::rules::schema as engine;
 
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum Role { Seller, Buyer }
-
-/// What is being sold (19 values).
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum TransactionType { Compute, ApiAccess, DataPurchase, Saas, AiLabor, Storage, DigitalGood, Consulting, DataProcessing, CloudInfrastructure, AiModelAccess, MarketplaceFee, Subscription, License, Service, PaymentProcessingFee, WebHosting, SoftwareMaintenance, ItSupport }
-
-/// The work behind the sale (11 values); wins over the work type inferred from transaction_type.
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum WorkType { Compute, Research, InformationService, Content, Consulting, Trading, PaymentProcessing, WebHosting, SoftwareMaintenance, ItSupport, CustomSoftware }
-
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum UseContext { EnterpriseSystem, Individual, Mixed }
-
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum DigitalContentType { Ebook, Audio, Video, ArtImage, Photograph, PrintableDocument, Software, Data, Other }
-
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum PaymentProviderType { Bank, LicensedMoneyTransmitter, CardNetwork, ProcessorRoutingToBankOrNetwork, Other }
-
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum ItSupportScope { HelpDeskAdvice, RemoteRepairOrConfig, SoftwareInstallation, Monitoring, SecurityMonitoring, ManagedBundle }
-
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum MarketplaceRole { Seller, Facilitator, Direct }
-
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum Deliverable { SourceCode, CompiledArtifact }
-
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum Delivery { Electronic, Tangible }
-
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum SupportKind { HelpDeskOnly, Full }
+listed_enum!(
+    /// US state or DC, two letters.
+    StateCode = engine::STATES
+);
+listed_enum!(Role = engine::ROLES);
+listed_enum!(
+    /// What is being sold (19 values).
+    TransactionType = engine::TRANSACTION_TYPES
+);
+listed_enum!(
+    /// The work behind the sale (11 values); wins over the work type inferred from transaction_type.
+    WorkType = engine::WORK_TYPES
+);
+listed_enum!(UseContext = engine::USE_CONTEXTS);
+listed_enum!(DigitalContentType = engine::DIGITAL_CONTENT_TYPES);
+listed_enum!(PaymentProviderType = engine::PAYMENT_PROVIDER_TYPES);
+listed_enum!(ItSupportScope = engine::IT_SUPPORT_SCOPES);
+listed_enum!(MarketplaceRole = engine::MARKETPLACE_ROLES);
+listed_enum!(
+    /// What the buyer receives: source_code or compiled_artifact complete the attestation; hosted_access or other leave it incomplete.
+    Deliverable = engine::DELIVERABLES
+);
+listed_enum!(Delivery = engine::DELIVERIES);
+listed_enum!(
+    /// help_desk_only (advice only: releases the support leg in PA, TN, NC) or technical (hands-on support).
+    SupportKind = engine::SUPPORT_KINDS
+);
 
 /// Facts that make a sale custom software rather than prewritten software.
 /// Complete when written_for_buyer and not_offered_to_others are true, deliverable is set, is_modification_of_prewritten

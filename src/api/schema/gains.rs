@@ -6,29 +6,22 @@ use std::collections::BTreeMap;
 use poem_openapi::{Enum, Object, Union};
 
 use super::calculate::{Obj, StateCode};
+use crate::listed_enum;
 
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum TradeType { Buy, Sell }
-
-/// fifo (oldest lot first; the default), lifo (newest first), specific_id (the lot in specific_lot_id).
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum AccountingMethod { Fifo, Lifo, SpecificId }
-
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum TaxEntityType { Individual, CCorp, PassThrough }
-
-/// single, mfj (married filing jointly; a qualifying surviving spouse too), mfs (separately), hoh (head of household).
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum FilingStatus { Single, Mfj, Mfs, Hoh }
-
-/// stock, security, securities and equity are under the wash-sale rule (IRC §1091); digital_asset and crypto are not.
-#[derive(Enum, Clone, Copy)]
-#[oai(rename_all = "snake_case")]
-pub enum AssetClass { Stock, Security, Securities, Equity, DigitalAsset, Crypto }
+listed_enum!(TradeType = crate::gains::request::TRADE_TYPES);
+listed_enum!(
+    /// fifo (oldest lot first; the default), lifo (newest first), specific_id (the lot in specific_lot_id).
+    AccountingMethod = crate::gains::Method::NAMES
+);
+listed_enum!(TaxEntityType = crate::gains::EntityType::NAMES);
+listed_enum!(
+    /// single, mfj (married filing jointly; a qualifying surviving spouse too), mfs (separately), hoh (head of household).
+    FilingStatus = crate::rules::schema::FILING_STATUSES
+);
+listed_enum!(
+    /// stock, security, securities and equity are under the wash-sale rule (IRC §1091); digital_asset and crypto are not.
+    AssetClass = crate::rules::schema::ASSET_CLASSES
+);
 
 #[derive(Enum, Clone, Copy)]
 #[oai(rename_all = "snake_case")]

@@ -6,3 +6,70 @@ pub mod accounts;
 pub mod calculate;
 pub mod gains;
 pub mod ledger;
+
+/// Declares a documented enum whose values are a list the service itself validates against (the engine's in
+/// `crate::rules::schema`, the gains tracker's in `crate::gains`), so the document cannot drift from what the
+/// service accepts: one list, no hand copy. The type documents a body field (`#[derive(Object)]`); bodies are
+/// parsed by the validators, but it reads and writes its JSON string all the same. Its doc comment, which
+/// becomes the schema's description, is one line.
+#[macro_export]
+macro_rules! listed_enum {
+    ($(#[doc = $doc:literal])* $name:ident = $list:expr) => {
+        $(#[doc = $doc])*
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct $name(pub String);
+
+        impl $name {
+            /// The values, as the service validates them.
+            pub const VALUES: &'static [&'static str] = &$list;
+        }
+
+        impl poem_openapi::types::Type for $name {
+            const IS_REQUIRED: bool = true;
+            type RawValueType = Self;
+            type RawElementValueType = Self;
+
+            fn name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn schema_ref() -> poem_openapi::registry::MetaSchemaRef {
+                poem_openapi::registry::MetaSchemaRef::Reference(stringify!($name).to_string())
+            }
+
+            fn register(registry: &mut poem_openapi::registry::Registry) {
+                registry.create_schema::<Self, _>(stringify!($name).to_string(), |_| poem_openapi::registry::MetaSchema {
+                    description: {
+                        let doc: &'static str = concat!($($doc, "\n"),*).trim();
+                        (!doc.is_empty()).then_some(doc)
+                    },
+                    enum_items: Self::VALUES.iter().map(|v| serde_json::Value::String(v.to_string())).collect(),
+                    ..poem_openapi::registry::MetaSchema::new("string")
+                });
+            }
+
+            fn as_raw_value(&self) -> Option<&Self::RawValueType> {
+                Some(self)
+            }
+
+            fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
+                Box::new(self.as_raw_value().into_iter())
+            }
+        }
+
+        impl poem_openapi::types::ParseFromJSON for $name {
+            fn parse_from_json(value: Option<serde_json::Value>) -> poem_openapi::types::ParseResult<Self> {
+                match value.unwrap_or_default() {
+                    serde_json::Value::String(s) if Self::VALUES.contains(&s.as_str()) => Ok($name(s)),
+                    other => Err(poem_openapi::types::ParseError::expected_type(other)),
+                }
+            }
+        }
+
+        impl poem_openapi::types::ToJSON for $name {
+            fn to_json(&self) -> Option<serde_json::Value> {
+                Some(serde_json::Value::String(self.0.clone()))
+            }
+        }
+    };
+}
