@@ -45,3 +45,8 @@ impl Clock {
         }
     }
 }
+
+/// An instant in Unix milliseconds as RFC 3339 UTC with milliseconds (`2026-11-21T10:00:00.000Z`).
+pub fn iso(ms: i64) -> String {
+    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}

@@ -7,7 +7,7 @@ use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::{json, Map, Value};
 
 use super::auth::SessionAuth;
-use super::calculate::iso;
+use crate::clock::iso;
 use super::error::ApiError;
 use super::keys::{key_view, new_key};
 use super::payload::{JsonBody, JsonText};

@@ -80,7 +80,7 @@ pub struct KeyRef {
 /// against the database in the ledger batch's transaction (keyed calculate and ingest), so that a revoked key
 /// is still refused on its next call, on whichever instance it was revoked; a call that the batch would not
 /// see (an Idempotency-Key replay) looks its key up again.
-pub type KeyCache = super::seen::Seen<Arc<KeyRef>>;
+pub type KeyCache = crate::cache::Seen<Arc<KeyRef>>;
 
 impl KeyCache {
     /// Forgets an account's keys (after one is revoked here).

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use crate::clock::iso;
 use poem_openapi::param::Header;
 use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::Value;
@@ -12,7 +12,7 @@ use super::context::client_ip;
 use super::error::ApiError;
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::payload::{JsonBody, JsonText};
-use super::recorder::{Entry, RecordJob, Source};
+use crate::ledger::{Entry, Job, Payer, Source};
 use super::schema::calculate::{CalculateRequest, Calculation};
 use super::{ApiTags, AppState};
 use crate::engine::{determine, parse_request, render, Input, Request};
@@ -80,10 +80,6 @@ impl CalculateApi {
 /// The fields a live call may not send (they bypass the account's own records).
 const DEMO_ONLY_FIELDS: &[&str] = &["nexus_override", "vendor_ytd_override"];
 
-pub fn iso(ms: i64) -> String {
-    DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
 /// A validated live request: the engine's view plus the raw object to store.
 pub struct LiveRequest {
     pub request: Request,
@@ -137,12 +133,13 @@ impl AppState {
                 return Err(e);
             }
         };
-        let entry = Entry::new(live, None, None);
+        let entry = Entry::new(live.request, live.raw, live.prefix, None, None);
         let source = Source::Calculate { idempotency_key: idem.clone() };
-        let mut job = RecordJob { key_id: owner.key_id.clone(), entity_id: owner.entity_id.clone(), entries: vec![entry], source, now_ms };
+        let payer = Payer::ApiKey { key_id: owner.key_id.clone(), entity_id: owner.entity_id.clone() };
+        let mut job = Job { payer, entries: vec![entry], source, now_ms };
         // A request the engine cannot answer as sent (an origin-sourced sale without seller_zip) ends here, as
         // the other 400s do: counted in the key's window, its Idempotency-Key released.
-        if let Err(e) = self.prepare_job(&mut job).await {
+        if let Err(e) = self.ledger.prepare_job(&mut job).await.map_err(ApiError::from) {
             self.count_burst(&owner.key_id, now_ms).await?;
             if let Some(k) = &idem {
                 self.release_idempotency_key(&owner.entity_id, k).await;

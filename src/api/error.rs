@@ -151,6 +151,21 @@ impl ApiError {
     }
 }
 
+impl From<crate::ledger::Refusal> for ApiError {
+    fn from(r: crate::ledger::Refusal) -> Self {
+        use crate::ledger::Refusal;
+        match r {
+            Refusal::KeyRevoked => ApiError::unauthorized("unknown or revoked API key"),
+            Refusal::UnknownAccount => ApiError::internal("a per-call payment named an account that does not exist"),
+            Refusal::BurstExceeded { limit } => super::limits::burst_exceeded(limit),
+            Refusal::AllowanceUsedUp(message) => ApiError::rate_limited(message),
+            Refusal::Input(errors) => ApiError::invalid(errors),
+            Refusal::Engine(detail) => ApiError::internal(format!("engine: {detail}")),
+            Refusal::Store(e) => ApiError::from(e),
+        }
+    }
+}
+
 impl From<sea_orm::DbErr> for ApiError {
     fn from(e: sea_orm::DbErr) -> Self {
         ApiError::from(StoreError::from(e))

@@ -8,7 +8,7 @@ use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::{json, Value};
 
 use super::auth::KeyAuth;
-use super::calculate::iso;
+use crate::clock::iso;
 use super::error::{ApiError, ErrorCode};
 use super::payload::{JsonBody, JsonText};
 use super::schema::accounts::{KeyCreateRequest, KeyCreated, KeyList, RevokeRequest, RevokeResponse};

@@ -7,11 +7,12 @@ use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::{json, Map, Value};
 
 use super::auth::KeyAuth;
-use super::calculate::{iso, parse_live, LiveRequest};
+use super::calculate::{parse_live, LiveRequest};
+use crate::clock::iso;
 use super::error::ApiError;
 use super::payload::{JsonBody, JsonText};
 use super::schema::ledger::{IngestBody, IngestResponse, TransactionList};
-use super::recorder::{Entry, EntryOutcome, RecordJob, Source};
+use crate::ledger::{Entry, EntryOutcome, Job, Payer, Source};
 use super::{ApiTags, AppState};
 use crate::error_responses;
 use crate::rules::diag::did_you_mean;
@@ -283,10 +284,11 @@ impl AppState {
         // The same external id twice in one batch is the caller's retry folded in: the second is its duplicate.
         let now_ms = s.clock.now_ms();
         let shown: Vec<(Option<String>, Option<Map<String, Value>>)> = items.iter().map(|i| (i.external_tx_id.clone(), i.metadata.clone())).collect();
-        let entries = items.into_iter().map(|i| Entry::new(i.live, i.external_tx_id, i.metadata)).collect();
-        let mut job = RecordJob { key_id: key.key_id.clone(), entity_id: key.entity_id.clone(), entries, source: Source::Ingest, now_ms };
+        let entries = items.into_iter().map(|i| Entry::new(i.live.request, i.live.raw, i.live.prefix, i.external_tx_id, i.metadata)).collect();
+        let payer = Payer::ApiKey { key_id: key.key_id.clone(), entity_id: key.entity_id.clone() };
+        let mut job = Job { payer, entries, source: Source::Ingest, now_ms };
         // Records the engine cannot answer as sent reject the whole request, as invalid fields do; nothing is written.
-        s.prepare_job(&mut job).await?;
+        s.ledger.prepare_job(&mut job).await?;
         let recorded = s.record(job).await?;
         let mut out = Vec::new();
         let (mut written, mut duplicates) = (0u32, 0u32);

@@ -2,67 +2,32 @@
 //! bound login failures (per account and per address) and signups (per address).
 //! Every count is reserved by an atomic upsert in the shared database, so several instances behind one
 //! PostgreSQL never grant more than a limit between them. Keyed calculate calls are counted one by one, in
-//! the ledger batch with the month's usage (`recorder`); trades and the demo take their units from leases
+//! the ledger batch with the month's usage (`ledger`); trades and the demo take their units from leases
 //! (`store::limits`: busy windows reserve a few units at a time while far from their limit). The monthly
 //! allowance, which bills, is counted call by call.
 
-use chrono::{Datelike, NaiveDate, TimeZone, Utc};
 use poem::http::StatusCode;
 use serde_json::json;
 
 use super::context::set_header;
 use super::error::{ApiError, ErrorCode};
-use super::plans::{plan, Overage};
+use crate::plans::plan;
 use super::AppState;
 use crate::store::entity::entity;
 use crate::security::sha256_hex;
-use crate::store::limits::CounterHit;
+use crate::ledger::{burst_call, month_start_ms};
 
 const MINUTE_MS: i64 = 60_000;
 const HOUR_MS: i64 = 60 * MINUTE_MS;
 const DAY_MS: i64 = 24 * HOUR_MS;
 
-/// Start of the current UTC month, in Unix ms.
-pub fn month_start_ms(now_ms: i64) -> i64 {
-    let now = Utc.timestamp_millis_opt(now_ms).single().unwrap_or_else(Utc::now);
-    NaiveDate::from_ymd_opt(now.year(), now.month(), 1).and_then(|d| d.and_hms_opt(0, 0, 0)).map_or(0, |d| d.and_utc().timestamp_millis())
-}
-
-fn next_month_start_ms(now_ms: i64) -> i64 {
-    month_start_ms(month_start_ms(now_ms) + 32 * 24 * 3600 * 1000)
-}
-
 fn ceil_seconds(ms: i64) -> i64 {
     (ms + 999) / 1000
-}
-
-/// The hit that counts one billable call (keyed calculate, ingest) in the account's month.
-pub fn monthly_call(entity_id: &str, now_ms: i64) -> CounterHit {
-    CounterHit { name: format!("usage:{entity_id}"), window_start: month_start_ms(now_ms), expires_at: next_month_start_ms(now_ms) + 31 * 24 * 3600 * 1000, n: 1 }
-}
-
-/// The hit that counts one call in its key's 60-second window (kept a minute past its end).
-pub fn burst_call(key_id: &str, now_ms: i64) -> CounterHit {
-    let window = now_ms - now_ms.rem_euclid(MINUTE_MS);
-    CounterHit { name: format!("burst:{key_id}"), window_start: window, expires_at: window + 2 * MINUTE_MS, n: 1 }
 }
 
 /// The refusal of a call past its key's burst limit (the headers are [`AppState::burst_verdict`]'s).
 pub fn burst_exceeded(limit: i64) -> ApiError {
     ApiError::rate_limited(format!("rate limit of {limit} requests per 60 seconds for this key exceeded; retry after the window resets"))
-}
-
-/// Whether the account's plan allows its `calls`-th call this month. Free: a hard cutoff (429 "Monthly limit
-/// reached"); paid plans serve it and meter it: the hit that records the overage.
-pub fn allowance(account: &entity::Model, now_ms: i64, calls: i64) -> Result<Option<CounterHit>, ApiError> {
-    let p = plan(&account.plan);
-    if calls <= p.monthly_calls {
-        return Ok(None);
-    }
-    match p.overage {
-        Overage::HardCutoff => Err(ApiError::rate_limited(format!("Monthly limit reached: the {} plan includes {} calls per month; upgrade to continue", p.name, p.monthly_calls))),
-        Overage::Meter(_) => Ok(Some(CounterHit { name: format!("overage:{}", account.id), ..monthly_call(&account.id, now_ms) })),
-    }
 }
 
 /// The login-failure counter of an email, known or not (hashed: counter names are not a list of emails).

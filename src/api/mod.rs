@@ -8,7 +8,6 @@ pub mod idempotency;
 pub mod limits;
 pub mod middleware;
 pub mod payload;
-pub mod plans;
 pub mod query;
 pub mod schema;
 
@@ -18,8 +17,6 @@ mod health;
 mod keys;
 mod ledger;
 mod nexus;
-mod recorder;
-pub mod seen;
 mod trades;
 
 use std::collections::HashMap;
@@ -30,6 +27,8 @@ use poem_openapi::{OpenApiService, Tags};
 
 use crate::clock::Clock;
 use crate::config::Limits;
+use crate::ledger::{Job, Ledger, Recorded};
+use error::ApiError;
 use crate::rules::registry::Registry;
 use crate::security::DataKey;
 use crate::store::Store;
@@ -41,20 +40,26 @@ pub struct AppState {
     pub clock: Clock,
     pub limits: Limits,
     pub data_key: DataKey,
-    /// Batches keyed calculations and ingested records into shared ledger transactions.
-    pub recorder: recorder::Recorder,
+    /// Records keyed calculations and ingested records, in shared ledger transactions.
+    pub ledger: Arc<Ledger>,
     /// API keys looked up by this instance, for the calls the ledger batch checks again.
     pub keys: auth::KeyCache,
-    /// Accounts' nexus as this instance's ledger batches last read it, for determining calls ahead of the batch.
-    pub nexus_seen: recorder::NexusSeen,
-    /// The dictionary this instance packs ledger bodies with, once recorded: at start-up, or by the first
-    /// batch should that have failed (or the state not come from `serve`).
-    pub ledger_dictionary: tokio::sync::OnceCell<&'static crate::store::packing::Dictionary>,
 }
 
 impl AppState {
     pub fn new(store: Store, registry: Arc<Registry>, clock: Clock, limits: Limits, data_key: DataKey) -> AppState {
-        AppState { store, registry, clock, limits, data_key, recorder: recorder::recorder(), keys: Default::default(), nexus_seen: Default::default(), ledger_dictionary: Default::default() }
+        let ledger = Arc::new(Ledger::new(store.clone(), registry.clone(), clock.clone(), limits.burst_per_minute));
+        AppState { store, registry, clock, limits, data_key, ledger, keys: Default::default() }
+    }
+
+    /// Records a job in the ledger; a calculate call paid by a key reports its burst window (X-RateLimit-*).
+    pub async fn record(&self, job: Job) -> Result<Recorded, ApiError> {
+        let now_ms = job.now_ms;
+        let answer = self.ledger.record(job).await;
+        if let Some(count) = answer.burst {
+            self.burst_verdict(now_ms, count)?;
+        }
+        answer.result.map_err(ApiError::from)
     }
 }
 
@@ -77,7 +82,7 @@ pub enum ApiTags {
     Service,
 }
 
-pub const API_VERSION: &str = "v2";
+pub use crate::engine::render::API_VERSION;
 
 /// The version of the interface this server implements (the spec's Versioning section, item 2): the OpenAPI
 /// document's `info.version`. Not the crate's version, which numbers builds of this implementation.

@@ -1,12 +1,13 @@
 //! POST and GET /api/v1/nexus, GET /api/v1/nexus-alerts.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::{json, Map, Value};
 
 use super::auth::KeyAuth;
-use super::calculate::iso;
+use crate::clock::iso;
 use super::error::ApiError;
 use super::payload::{JsonBody, JsonText};
 use super::schema::ledger::{NexusAlertsResponse, NexusRequest, NexusResponse};
@@ -15,6 +16,8 @@ use crate::error_responses;
 use crate::rules::schema::state_index;
 use crate::store::entity::entity;
 use crate::store::nexus::NexusEntry;
+use crate::store::Store;
+use sea_orm::ConnectionTrait;
 use crate::validate::Checker;
 
 pub struct NexusApi(pub Arc<AppState>);
@@ -152,5 +155,24 @@ impl NexusApi {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
         Ok(AlertsResponses::Ok(JsonText::value(&s.alerts_view(&owner.entity).await?)))
+    }
+}
+
+impl AppState {
+    /// The account's nexus as the engine takes it: `None` until the account has configured any.
+    pub async fn nexus_map(&self, account: &entity::Model) -> Result<Option<BTreeMap<usize, bool>>, ApiError> {
+        if !account.nexus_configured {
+            return Ok(None);
+        }
+        let rows = self.store.nexus_states(&account.id).await?;
+        Ok(Some(rows.iter().filter_map(|r| state_index(&r.state).map(|i| (i, r.has_nexus))).collect()))
+    }
+
+    /// Alerts for every state at 80% or more of its threshold, from the revenue the account has recorded.
+    pub async fn nexus_alerts<C: ConnectionTrait>(&self, conn: &C, account: &entity::Model, nexus: Option<&BTreeMap<usize, bool>>, now_ms: i64) -> Result<Vec<Value>, ApiError> {
+        let today = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(now_ms).unwrap_or_default().date_naive();
+        let rows = Store::state_revenue_of(conn, &[account.id.as_str()], crate::engine::nexus::earliest_month(today)).await?;
+        let empty = BTreeMap::new();
+        Ok(crate::ledger::alerts_from(&self.registry, &account.id, &rows, nexus.unwrap_or(&empty), today))
     }
 }

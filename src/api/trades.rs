@@ -20,7 +20,7 @@ use sea_orm::{ConnectionTrait, TransactionTrait};
 use serde_json::{json, Value};
 
 use super::auth::KeyAuth;
-use super::calculate::iso;
+use crate::clock::iso;
 use super::error::ApiError;
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::ledger::parse_since;

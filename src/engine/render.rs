@@ -2,6 +2,9 @@
 //! calculate response (`FullText`; the API passes in the members it adds: transaction_id, timestamp,
 //! entity_id, mode, api_version) and the demo body.
 
+/// The calculate response's `api_version`.
+pub const API_VERSION: &str = "v2";
+
 use std::fmt::Write;
 
 use rust_decimal::Decimal;

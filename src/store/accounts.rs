@@ -61,6 +61,13 @@ impl Store {
         sql
     }
 
+    /// The accounts with these ids, in one query (for jobs a per-call payment attributes to an account).
+    pub fn entities_sql<'a>(backend: DbBackend, ids: &[&'a str]) -> Sql<'a> {
+        let mut sql = Sql::new(backend);
+        sql.push(r#"SELECT * FROM "entities" WHERE "id""#).in_list(ids.iter().copied());
+        sql
+    }
+
     pub fn key_owners_from(rows: &[QueryResult]) -> Result<Vec<KeyOwner>, StoreError> {
         rows.iter().map(|r| Ok(KeyOwner { key_id: r.try_get("", "key_id")?, entity: entity::Model::from_query_result(r, "")? })).collect()
     }

@@ -20,7 +20,7 @@ use levy_migrations::{Migrator, MigratorTrait};
 use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, SqlErr, Statement};
 
 /// What the API needs to know about a storage failure.
-#[derive(Clone, Debug, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum StoreError {
     #[error("database unavailable: {0}")]
     Unavailable(String),

@@ -346,7 +346,63 @@ async fn two_keys_of_one_account_in_one_batch_share_its_nexus(app: TestApp) {
     assert_eq!(app.ledger_rows(&a.entity_id).await, 40);
 }
 
+/// A job paid per call (x402, MPP, a partner's user) for the account, through the ledger path as the API would
+/// submit it.
+fn per_call_job(app: &TestApp, entity_id: &str, amount: u32, counterparty: &str) -> levy::ledger::Job {
+    use levy::ledger::{Entry, Job, Payer, Source};
+    let raw = json!({"amount": amount, "buyer_state": "TX", "counterparty_id": counterparty});
+    let request = levy::engine::parse_request(&raw).unwrap();
+    let entry = Entry::new(request, raw, String::new(), None, None);
+    Job { payer: Payer::PerCall { entity_id: entity_id.into() }, entries: vec![entry], source: Source::Calculate { idempotency_key: None }, now_ms: app.clock.now_ms() }
+}
+
+async fn calls_paid_per_call_share_batches_with_keyed_calls(app: TestApp) {
+    // A free account whose allowance is used up (1,500 of 1,500): its keyed calls are refused, while calls paid
+    // per call are recorded to it, outside the allowance and the key's burst window, and still count towards
+    // its 1099 totals and nexus revenue as if one by one.
+    let a = app.signup("per-call@example.com").await;
+    app.set_nexus(&a.key, &["TX"]).await;
+    let month = "2026-11-01T00:00:00Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap().timestamp_millis();
+    {
+        use levy::store::entity::counter;
+        use sea_orm::{EntityTrait, Set};
+        let row = counter::ActiveModel { name: Set(format!("usage:{}", a.entity_id)), window_start: Set(month), count: Set(1500), expires_at: Set(i64::MAX) };
+        counter::Entity::insert(row).exec_without_returning(&app.state.store.db).await.unwrap();
+    }
+    // 20 jobs paid per call of 100 to cp-1, one for an account that does not exist, and 6 keyed calls, at once.
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let job = per_call_job(&app, &a.entity_id, 100, "cp-1");
+        let ledger = app.state.ledger.clone();
+        tasks.push(tokio::spawn(async move { (i, ledger.record(job).await) }));
+    }
+    let ghost = per_call_job(&app, "ent_nobody", 100, "cp-1");
+    let ledger = app.state.ledger.clone();
+    let ghost = tokio::spawn(async move { ledger.record(ghost).await });
+    let keyed = all_at_once(&app, &a.key, (0..6).map(|_| calc(10, "cp-1")).collect()).await;
+
+    let mut totals = BTreeSet::new();
+    for t in tasks {
+        let (i, answer) = t.await.unwrap();
+        assert_eq!(answer.burst, None, "job {i}: no burst window");
+        let recorded = answer.result.unwrap_or_else(|e| panic!("job {i}: {e:?}"));
+        let body: Value = serde_json::from_str(&recorded.response).unwrap();
+        assert_eq!(body["mode"], json!("live"));
+        totals.insert(num(&body["tracking_1099"]["vendor_ytd_total"]) as i64);
+        // 100 into Texas, SaaS by default, taxed on 80% at 6.25%: 5.00.
+        assert_eq!(num(&body["total_tax"]), 5.0, "{body}");
+    }
+    assert_eq!(totals, (1..=20).map(|k| k * 100).collect::<BTreeSet<_>>(), "each saw the total up to itself");
+    assert_eq!(ghost.await.unwrap().result.err(), Some(levy::ledger::Refusal::UnknownAccount));
+    assert!(keyed.iter().all(|(status, body)| *status == 429 && body["error"].as_str().unwrap().starts_with("Monthly limit reached")), "{keyed:?}");
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 20);
+    // Usage holds the 1,500 and the 6 refused keyed calls (counted, as the free cutoff counts them); nothing of
+    // the calls paid per call.
+    assert_eq!(app.state.store.read_counter(&format!("usage:{}", a.entity_id), month).await.unwrap(), 1506);
+}
+
 on_both!(
+    calls_paid_per_call_share_batches_with_keyed_calls,
     two_keys_of_one_account_in_one_batch_share_its_nexus,
     nexus_changed_on_another_instance_is_used_on_the_next_call,
     scripts_answer_by_statement_and_roll_back,

@@ -1,4 +1,4 @@
-//! Recording keyed calculations and ingested records in the ledger, by group commit (`store::group`).
+//! The ledger batch: jobs recorded together by group commit (`store::group`).
 //!
 //! A keyed calculate call is a job of one entry; an ingest request is a job of one to 100. Jobs that arrive
 //! while a batch is being written wait and go into the next one. A batch is one database transaction sent as
@@ -34,19 +34,18 @@ use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DbBackend};
 use serde_json::{Map, Value};
 
-use super::calculate::{iso, LiveRequest};
-use super::error::{ApiError, ErrorCode};
-use super::limits::{allowance, burst_call, burst_exceeded, monthly_call};
-use super::{AppState, API_VERSION};
+use super::{allowance, burst_call, monthly_call, Payer, Refusal};
+use crate::clock::iso;
 use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
-use crate::engine::render::{self, FullText};
+use crate::engine::render::{self, FullText, API_VERSION};
 use crate::engine::samples;
-use crate::engine::{determine, Determination, Input};
+use crate::engine::{determine, Determination, EngineError, Input, Request};
 use crate::rules::registry::Registry;
 use crate::rules::schema::state_index;
 use crate::security::new_ordered_id;
 use crate::store::entity::{counter, entity, nexus_state, state_revenue, transaction, vendor_ytd};
 use crate::store::group::{Group, Replies};
+use crate::store::accounts::KeyOwner;
 use crate::store::ledger::{Payment, Sale};
 use crate::store::limits::CounterHit;
 use crate::store::packing::{packed_body, Dictionary, PackedFixed};
@@ -56,19 +55,39 @@ use crate::store::{Store, StoreError};
 /// Jobs per batch (an ingest job holds up to 100 entries; the store splits long multi-row statements).
 const MAX_BATCH: usize = 64;
 
-pub type Recorder = Group<RecordJob, Answer>;
+/// The batches of one instance, and what it caches for them.
+pub struct Ledger {
+    store: Store,
+    registry: Arc<Registry>,
+    clock: crate::clock::Clock,
+    /// Keyed calculate calls per key per 60-second window.
+    burst_per_minute: i64,
+    group: Group<Job, Answer>,
+    /// Each account's nexus as this instance's last batch read it, for preparing entries. It only saves work:
+    /// the batch compares it with what it reads.
+    nexus_seen: crate::cache::Seen<Nexus>,
+    /// The dictionary this instance packs ledger bodies with, once recorded (at start-up, or by the first batch).
+    dictionary: tokio::sync::OnceCell<&'static Dictionary>,
+}
 
 /// One batch at a time per instance, on either database. Every keyed call of an account touches the same
 /// usage, 1099 and revenue rows, so on PostgreSQL a second concurrent batch would only wait for the first's row
 /// locks until it commits: measured with benches/load.sh, two or four concurrent batches gave 27% and 44% fewer
 /// keyed calls per second than one.
-pub fn recorder() -> Recorder {
-    Group::new(MAX_BATCH, 1)
+impl Ledger {
+    pub fn new(store: Store, registry: Arc<Registry>, clock: crate::clock::Clock, burst_per_minute: i64) -> Ledger {
+        Ledger { store, registry, clock, burst_per_minute, group: Group::new(MAX_BATCH, 1), nexus_seen: Default::default(), dictionary: Default::default() }
+    }
 }
 
 /// One record to determine and write.
 pub struct Entry {
-    pub live: LiveRequest,
+    /// The request as the engine takes it.
+    pub request: Request,
+    /// The request as sent, stored with the row.
+    pub raw: Value,
+    /// What the request's field names are prefixed with in input errors (`records[3].` for an ingest record).
+    pub prefix: String,
     pub external_tx_id: Option<String>,
     pub metadata: Option<Map<String, Value>>,
     /// Determined and rendered in the caller's task, before the batch (see [`Prepared`]).
@@ -76,8 +95,8 @@ pub struct Entry {
 }
 
 impl Entry {
-    pub fn new(live: LiveRequest, external_tx_id: Option<String>, metadata: Option<Map<String, Value>>) -> Entry {
-        Entry { live, external_tx_id, metadata, prepared: None }
+    pub fn new(request: Request, raw: Value, prefix: String, external_tx_id: Option<String>, metadata: Option<Map<String, Value>>) -> Entry {
+        Entry { request, raw, prefix, external_tx_id, metadata, prepared: None }
     }
 }
 
@@ -100,20 +119,24 @@ struct Prepared {
     packed: PackedFixed,
 }
 
-/// Each account's nexus as this instance's last batch read it, for preparing entries. It only saves work: the
-/// batch compares it with what it reads.
-pub type NexusSeen = super::seen::Seen<Nexus>;
-
 /// Determines an entry of the account's with the nexus given, renders it with the API's members, its 1099 parts
 /// left to settle, and packs the rest.
-fn prepare(registry: &Registry, dictionary: &'static Dictionary, now_ms: i64, entity_id: &str, nexus: Nexus, live: &LiveRequest) -> Result<Prepared, ApiError> {
-    let input = Input { request: &live.request, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(now_ms) };
-    let det = determine(registry, &input).map_err(|err| ApiError::engine(err, &live.prefix))?;
+fn prepare(registry: &Registry, dictionary: &'static Dictionary, now_ms: i64, entity_id: &str, nexus: Nexus, entry: &Entry) -> Result<Prepared, Refusal> {
+    let input = Input { request: &entry.request, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(now_ms) };
+    let det = determine(registry, &input).map_err(|err| engine_refusal(err, &entry.prefix))?;
     let id = new_ordered_id("tx", now_ms);
     let extra = [("transaction_id", id.as_str()), ("timestamp", &iso(now_ms)), ("entity_id", entity_id), ("mode", "live"), ("api_version", API_VERSION)];
     let fixed = FullText::new(&det).into_fixed(&extra);
-    let packed = dictionary.pack_fixed(fixed.each_ref().map(String::as_str))?;
+    let packed = dictionary.pack_fixed(fixed.each_ref().map(String::as_str)).map_err(Refusal::Store)?;
     Ok(Prepared { nexus, det, id, fixed, packed })
+}
+
+/// An engine failure as the job's refusal: the caller's input, or not.
+fn engine_refusal(err: EngineError, prefix: &str) -> Refusal {
+    match err {
+        EngineError::Input(errors) => Refusal::Input(errors.iter().map(|e| format!("{prefix}{}: {}", e.field, e.message)).collect()),
+        other => Refusal::Engine(other.to_string()),
+    }
 }
 
 pub enum Source {
@@ -123,10 +146,9 @@ pub enum Source {
     Ingest,
 }
 
-pub struct RecordJob {
-    /// The API key the call came with (checked again inside the batch) and its account.
-    pub key_id: String,
-    pub entity_id: String,
+pub struct Job {
+    /// Who pays for the job, and so which account it is recorded to and what it counts against.
+    pub payer: Payer,
     pub entries: Vec<Entry>,
     pub source: Source,
     pub now_ms: i64,
@@ -140,15 +162,15 @@ pub enum EntryOutcome {
     Duplicate(transaction::Model),
 }
 
-/// A job's result from its batch, and for a calculate call its count in the key's burst window (the caller
-/// sets the X-RateLimit-* headers from it).
+/// A job's result from its batch, and for a calculate call paid by a key its count in the key's burst window
+/// (the caller reports the window from it).
 pub struct Answer {
-    result: Result<Recorded, ApiError>,
-    burst: Option<i64>,
+    pub result: Result<Recorded, Refusal>,
+    pub burst: Option<i64>,
 }
 
 impl Answer {
-    fn failed(e: ApiError) -> Answer {
+    fn failed(e: Refusal) -> Answer {
         Answer { result: Err(e), burst: None }
     }
 }
@@ -163,9 +185,9 @@ pub struct Recorded {
 struct Plan<'j> {
     /// Jobs not failed.
     live: Vec<usize>,
-    /// Live jobs not past their key's burst limit: counted in the month's usage.
+    /// Live jobs paid by a key, not past its burst limit: counted in the month's usage.
     counted: Vec<usize>,
-    /// Live calculate jobs, each counted in its key's burst window (after the usage calls in `hits`).
+    /// Live calculate jobs paid by a key, each counted in its key's burst window (after the usage calls in `hits`).
     bursting: Vec<usize>,
     /// Per served job, where each entry's row comes from.
     slots: HashMap<usize, Vec<Slot>>,
@@ -178,6 +200,8 @@ struct Plan<'j> {
     /// Where each answer is in the script.
     usage: Range<usize>,
     owners_at: usize,
+    /// The accounts of jobs paid per call (if any).
+    accounts_at: Option<usize>,
     nexus_at: usize,
     external: Range<usize>,
     vendor: Range<usize>,
@@ -188,11 +212,12 @@ struct Plan<'j> {
 impl<'j> Plan<'j> {
     /// Script 1 for the jobs, given what earlier attempts learned: begin; what the determinations need, with
     /// the counters and totals added.
-    fn new(jobs: &'j [RecordJob], known: &Known, backend: DbBackend) -> Plan<'j> {
+    fn new(jobs: &'j [Job], known: &Known, backend: DbBackend) -> Plan<'j> {
         let live: Vec<usize> = (0..jobs.len()).filter(|i| !known.failed.contains_key(i)).collect();
-        let counted: Vec<usize> = live.iter().copied().filter(|i| !known.throttled.contains(i)).collect();
-        let serving: Vec<usize> = counted.iter().copied().filter(|i| !known.refused.contains_key(i)).collect();
-        let bursting: Vec<usize> = live.iter().copied().filter(|&i| matches!(jobs[i].source, Source::Calculate { .. })).collect();
+        let keyed = |i: &usize| jobs[*i].payer.key_id().is_some();
+        let counted: Vec<usize> = live.iter().copied().filter(|i| keyed(i) && !known.throttled.contains(i)).collect();
+        let serving: Vec<usize> = live.iter().copied().filter(|i| !known.throttled.contains(i) && !known.refused.contains_key(i)).collect();
+        let bursting: Vec<usize> = live.iter().copied().filter(|i| keyed(i) && matches!(jobs[*i].source, Source::Calculate { .. })).collect();
 
         // Which entries are new, and which repeat an external id already recorded (or earlier in the batch).
         let mut in_batch: HashMap<(&str, &str), usize> = HashMap::new();
@@ -202,7 +227,7 @@ impl<'j> Plan<'j> {
             let job = &jobs[i];
             let mut mine = Vec::new();
             for (e, entry) in job.entries.iter().enumerate() {
-                let key = entry.external_tx_id.as_deref().filter(|_| matches!(job.source, Source::Ingest)).map(|x| (job.entity_id.as_str(), x));
+                let key = entry.external_tx_id.as_deref().filter(|_| matches!(job.source, Source::Ingest)).map(|x| (job.payer.entity_id(), x));
                 let existing = key.and_then(|(a, x)| known.existing.get(&(a.to_string(), x.to_string())));
                 let slot = match (existing, key.and_then(|k| in_batch.get(&k))) {
                     (Some(row), _) => Slot::Existing(row.clone()),
@@ -222,33 +247,36 @@ impl<'j> Plan<'j> {
         let payments: Vec<Payment> = news
             .iter()
             .map(|&(i, e)| {
-                let req = &jobs[i].entries[e].live.request;
-                Payment { entity_id: &jobs[i].entity_id, counterparty_id: &req.counterparty_id, tax_year: day(jobs[i].now_ms).year(), micros: micros(req.amount) }
+                let req = &jobs[i].entries[e].request;
+                Payment { entity_id: jobs[i].payer.entity_id(), counterparty_id: &req.counterparty_id, tax_year: day(jobs[i].now_ms).year(), micros: micros(req.amount) }
             })
             .collect();
 
         let mut first = Script::begin(backend);
-        let usage_calls = counted.iter().map(|&i| monthly_call(&jobs[i].entity_id, jobs[i].now_ms));
-        let hits: Vec<_> = usage_calls.chain(bursting.iter().map(|&i| burst_call(&jobs[i].key_id, jobs[i].now_ms))).collect();
+        let usage_calls = counted.iter().map(|&i| monthly_call(jobs[i].payer.entity_id(), jobs[i].now_ms));
+        let burst_calls = bursting.iter().filter_map(|&i| jobs[i].payer.key_id().map(|k| burst_call(k, jobs[i].now_ms)));
+        let hits: Vec<_> = usage_calls.chain(burst_calls).collect();
         let usage = first.add_all(Store::hit_counters_sql(backend, &hits));
-        let key_ids = distinct(live.iter().map(|&i| jobs[i].key_id.as_str()));
+        let key_ids = distinct(live.iter().filter_map(|&i| jobs[i].payer.key_id()));
         let owners_at = first.add(Store::key_owners_sql(backend, &key_ids));
-        let accounts = distinct(live.iter().map(|&i| jobs[i].entity_id.as_str()));
+        let per_call = distinct(live.iter().filter(|i| !keyed(i)).map(|&i| jobs[i].payer.entity_id()));
+        let accounts_at = (!per_call.is_empty()).then(|| first.add(Store::entities_sql(backend, &per_call)));
+        let accounts = distinct(live.iter().map(|&i| jobs[i].payer.entity_id()));
         let nexus_at = first.add(Store::nexus_states_sql(backend, &accounts));
         // (The external-id queries are consecutive statements.)
         let mut external = first.statements()..first.statements();
         for &i in &serving {
             let ids: Vec<&str> = jobs[i].entries.iter().filter_map(|e| e.external_tx_id.as_deref()).collect();
             if matches!(jobs[i].source, Source::Ingest) && !ids.is_empty() {
-                external.end = first.add(Store::transactions_by_external_ids_sql(backend, &jobs[i].entity_id, &ids)) + 1;
+                external.end = first.add(Store::transactions_by_external_ids_sql(backend, jobs[i].payer.entity_id(), &ids)) + 1;
             }
         }
         let vendor = first.add_all(Store::add_vendor_payments_sql(backend, &payments));
         let calculating: Vec<usize> = serving.iter().copied().filter(|&i| matches!(jobs[i].source, Source::Calculate { .. })).collect();
-        let alerting = distinct(calculating.iter().map(|&i| jobs[i].entity_id.as_str()));
+        let alerting = distinct(calculating.iter().map(|&i| jobs[i].payer.entity_id()));
         let from_month = calculating.iter().map(|&i| nexus_alerts::earliest_month(day(jobs[i].now_ms))).min().unwrap_or(0);
         let revenue_at = (!alerting.is_empty()).then(|| first.add(Store::state_revenue_sql(backend, &alerting, from_month)));
-        Plan { live, counted, bursting, slots, news, payments, hits, first, usage, owners_at, nexus_at, external, vendor, revenue_at }
+        Plan { live, counted, bursting, slots, news, payments, hits, first, usage, owners_at, accounts_at, nexus_at, external, vendor, revenue_at }
     }
 }
 
@@ -276,55 +304,53 @@ enum Slot {
 #[derive(Default)]
 struct Known {
     /// Jobs answered with an error and not counted: key revoked or unknown, or the determination failed.
-    failed: HashMap<usize, ApiError>,
+    failed: HashMap<usize, Refusal>,
     /// Jobs past a free plan's allowance: counted, answered with this error, not recorded.
-    refused: HashMap<usize, ApiError>,
+    refused: HashMap<usize, Refusal>,
     /// Calculate jobs past their key's burst limit: counted in the burst window only, answered 429.
     throttled: HashSet<usize>,
     /// Ledger rows holding an external id an ingest job sends, by (account, external id).
     existing: HashMap<(String, String), transaction::Model>,
 }
 
-impl AppState {
-    /// Determines and records a job's entries (in a batch with whatever else is waiting) and answers once they are committed.
-    pub async fn record(self: &Arc<Self>, job: RecordJob) -> Result<Recorded, ApiError> {
-        let (state, now_ms) = (self.clone(), job.now_ms);
+impl Ledger {
+    /// Determines and records a job's entries (in a batch with whatever else is waiting) and answers once they are
+    /// committed.
+    pub async fn record(self: &Arc<Self>, job: Job) -> Answer {
+        let ledger = self.clone();
         let applied = self
-            .recorder
+            .group
             .submit(job, move |jobs, replies| {
-                let state = state.clone();
-                async move { state.apply(jobs, replies).await }
+                let ledger = ledger.clone();
+                async move { ledger.apply(jobs, replies).await }
             })
             .await;
-        let answer = applied.unwrap_or_else(|| Answer::failed(ApiError::internal("the ledger batch failed")));
-        if let Some(count) = answer.burst {
-            self.burst_verdict(now_ms, count)?;
-        }
-        answer.result
+        applied.unwrap_or_else(|| Answer::failed(Refusal::Engine("the ledger batch failed".into())))
     }
 
     /// Determines, renders and packs a job's entries before its batch (see [`Prepared`]), from the account's nexus
     /// as this instance last read it (none, for an account it has not seen). A request the engine cannot answer as
     /// sent is the caller's error whatever the nexus (sourcing does not depend on it): every such entry's fields
-    /// come back in one 400, and the job goes no further. Any other failure leaves the entry to the batch, which
-    /// determines it again and answers that failure.
-    pub async fn prepare_job(&self, job: &mut RecordJob) -> Result<(), ApiError> {
-        let nexus = self.nexus_seen.get(&job.entity_id).unwrap_or_default();
-        let dictionary = self.ledger_dictionary().await.ok();
+    /// come back in one refusal, and the job goes no further. Any other failure leaves the entry to the batch,
+    /// which determines it again and answers that failure.
+    pub async fn prepare_job(&self, job: &mut Job) -> Result<(), Refusal> {
+        let entity_id = job.payer.entity_id().to_string();
+        let nexus = self.nexus_seen.get(&entity_id).unwrap_or_default();
+        let dictionary = self.dictionary().await.ok();
         let mut errors = Vec::new();
         for entry in &mut job.entries {
             let prepared = match dictionary {
-                Some(d) => prepare(&self.registry, d, job.now_ms, &job.entity_id, nexus.clone(), &entry.live).map(Some),
+                Some(d) => prepare(&self.registry, d, job.now_ms, &entity_id, nexus.clone(), entry).map(Some),
                 // (Without the dictionary, only whether the engine takes the request.)
                 None => {
-                    let input = Input { request: &entry.live.request, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(job.now_ms) };
-                    determine(&self.registry, &input).map(|_| None).map_err(|err| ApiError::engine(err, &entry.live.prefix))
+                    let input = Input { request: &entry.request, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(job.now_ms) };
+                    determine(&self.registry, &input).map(|_| None).map_err(|err| engine_refusal(err, &entry.prefix))
                 }
             };
             entry.prepared = match prepared {
                 Ok(p) => p,
-                Err(e) if e.code == ErrorCode::InvalidInput => {
-                    errors.extend(e.errors);
+                Err(Refusal::Input(e)) => {
+                    errors.extend(e);
                     None
                 }
                 Err(_) => None,
@@ -333,32 +359,32 @@ impl AppState {
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(ApiError::invalid(errors))
+            Err(Refusal::Input(errors))
         }
     }
 
     /// Writes a batch and answers its callers once it is committed, before the writer connection goes back to its
     /// pool (on SQLite that is one more hand-off to the connection's thread, which the callers need not wait for).
-    async fn apply(&self, jobs: Vec<RecordJob>, replies: Replies<Answer>) {
+    async fn apply(&self, jobs: Vec<Job>, replies: Replies<Answer>) {
         match self.write_batch(&jobs).await {
             Ok((out, conn)) => {
                 replies.send(out);
                 conn.release().await;
             }
-            Err(e) => replies.send(jobs.iter().map(|_| Answer::failed(e.clone())).collect()),
+            Err(e) => replies.send(jobs.iter().map(|_| Answer::failed(Refusal::Store(e.clone()))).collect()),
         }
     }
 
     /// One transaction for the jobs: an answer per job, in order, and the connection it committed on.
-    async fn write_batch(&self, jobs: &[RecordJob]) -> Result<(Vec<Answer>, ScriptConn), ApiError> {
+    async fn write_batch(&self, jobs: &[Job]) -> Result<(Vec<Answer>, ScriptConn), StoreError> {
         let backend = self.store.writer.get_database_backend();
         let mut known = Known::default();
         // (Script 1 of the first attempt is written before the connection is taken: on SQLite the other writers
         // on its one connection, the limiter and Idempotency-Key claims, do not wait for that.)
         let mut plan = Plan::new(jobs, &known, backend);
         // (Before the connection is taken: the first batch records the dictionary, on the writer.)
-        let dictionary = self.ledger_dictionary().await?;
-        let mut conn = ScriptConn::acquire(&self.store.writer).await.map_err(StoreError::from)?;
+        let dictionary = self.dictionary().await?;
+        let mut conn = ScriptConn::acquire(&self.store.writer).await?;
         if self.store.checkpoints.as_ref().is_some_and(|c| c.take_restart()) {
             // The log is long and the background copies have done most of it: the rest, so that this batch
             // starts the log again. (A failure leaves it to the next.)
@@ -380,16 +406,26 @@ impl AppState {
 
     /// One attempt at the batch: its results, or `None` (transaction left open) when it learned something that
     /// changes what to write, added to `known`.
-    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[RecordJob], plan: Plan<'_>, known: &mut Known, dictionary: &'static Dictionary) -> Result<Option<Vec<Answer>>, ApiError> {
-        let Plan { live, counted, bursting, mut slots, news, payments, hits, first, usage, owners_at, nexus_at, external, vendor, revenue_at } = plan;
+    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[Job], plan: Plan<'_>, known: &mut Known, dictionary: &'static Dictionary) -> Result<Option<Vec<Answer>>, StoreError> {
+        let Plan { live, counted, bursting, mut slots, news, payments, hits, first, usage, owners_at, accounts_at, nexus_at, external, vendor, revenue_at } = plan;
         let backend = conn.backend();
         let answers = conn.run(first).await?;
 
         // What the answers change: keys no longer valid, allowances used up, external ids already recorded.
         let counts = Store::counts_after(&hits, answers.models::<counter::Model>(usage, "").map_err(StoreError::from)?);
-        let owners: HashMap<String, entity::Model> = Store::key_owners_from(answers.rows(owners_at))?.into_iter().map(|o| (o.key_id, o.entity)).collect();
+        let owners: HashMap<String, entity::Model> = Store::key_owners_from(answers.rows(owners_at))?.into_iter().map(|KeyOwner { key_id, entity }| (key_id, entity)).collect();
+        let per_call: HashMap<String, entity::Model> = match accounts_at {
+            Some(at) => answers.models::<entity::Model>(at..at + 1, "")?.into_iter().map(|a| (a.id.clone(), a)).collect(),
+            None => HashMap::new(),
+        };
+        // Each live job's account: its key's owner (a key revoked since the caller's lookup has none), or the
+        // account a per-call payment is attributed to.
+        let account_of = |job: &Job| match &job.payer {
+            Payer::ApiKey { key_id, entity_id } => owners.get(key_id).filter(|a| a.id == *entity_id),
+            Payer::PerCall { entity_id } => per_call.get(entity_id),
+        };
         let mut learned = false;
-        let limit = self.limits.burst_per_minute;
+        let limit = self.burst_per_minute;
         let burst: HashMap<usize, i64> = bursting.iter().zip(&counts[counted.len()..]).map(|(&i, &count)| (i, count)).collect();
         for (&i, &count) in &burst {
             if count > limit && known.throttled.insert(i) {
@@ -398,25 +434,26 @@ impl AppState {
         }
         let mut metered = Vec::new();
         for &i in &live {
-            if owners.get(&jobs[i].key_id).is_none_or(|a| a.id != jobs[i].entity_id) {
-                known.failed.insert(i, ApiError::unauthorized("unknown or revoked API key"));
+            if account_of(&jobs[i]).is_none() {
+                let refusal = if jobs[i].payer.key_id().is_some() { Refusal::KeyRevoked } else { Refusal::UnknownAccount };
+                known.failed.insert(i, refusal);
                 learned = true;
             }
         }
         for (k, &i) in counted.iter().enumerate() {
             let job = &jobs[i];
-            let Some(account) = owners.get(&job.key_id).filter(|a| a.id == job.entity_id) else { continue };
+            let Some(account) = account_of(job) else { continue };
             match allowance(account, job.now_ms, counts[k]) {
                 Ok(Some(overage)) => metered.push(overage),
                 Ok(None) => {}
-                Err(e) => {
-                    if known.refused.insert(i, e).is_none() {
+                Err(message) => {
+                    if known.refused.insert(i, Refusal::AllowanceUsedUp(message)).is_none() {
                         learned = true;
                     }
                 }
             }
         }
-        let mut recorded = answers.models::<transaction::Model>(external, "").map_err(StoreError::from)?;
+        let mut recorded = answers.models::<transaction::Model>(external, "")?;
         self.store.unpack(&mut recorded).await?;
         for row in recorded {
             let ext = row.external_tx_id.clone().unwrap_or_default();
@@ -427,19 +464,19 @@ impl AppState {
         if learned {
             return Ok(None);
         }
-        let priors = Store::totals_before(&payments, answers.models::<vendor_ytd::Model>(vendor, "").map_err(StoreError::from)?);
+        let priors = Store::totals_before(&payments, answers.models::<vendor_ytd::Model>(vendor, "")?);
         let mut maps: HashMap<&str, BTreeMap<usize, bool>> = HashMap::new();
-        for a in owners.values().filter(|a| a.nexus_configured) {
+        for a in owners.values().chain(per_call.values()).filter(|a| a.nexus_configured) {
             maps.insert(a.id.as_str(), BTreeMap::new());
         }
-        for r in answers.models::<nexus_state::Model>(nexus_at..nexus_at + 1, "").map_err(StoreError::from)? {
+        for r in answers.models::<nexus_state::Model>(nexus_at..nexus_at + 1, "")? {
             if let (Some(map), Some(i)) = (maps.get_mut(r.entity_id.as_str()), state_index(&r.state)) {
                 map.insert(i, r.has_nexus);
             }
         }
         // (Owners are per key: an account with two keys in the batch comes twice, and takes its map once.)
         let mut nexus: HashMap<&str, Nexus> = HashMap::new();
-        for a in owners.values() {
+        for a in owners.values().chain(per_call.values()) {
             nexus.entry(a.id.as_str()).or_insert_with(|| {
                 let n: Nexus = Arc::new(maps.remove(a.id.as_str()));
                 self.nexus_seen.put(&a.id, n.clone());
@@ -447,7 +484,7 @@ impl AppState {
             });
         }
         let mut revenue = match revenue_at {
-            Some(at) => answers.models::<state_revenue::Model>(at..at + 1, "").map_err(StoreError::from)?,
+            Some(at) => answers.models::<state_revenue::Model>(at..at + 1, "")?,
             None => Vec::new(),
         };
 
@@ -458,13 +495,14 @@ impl AppState {
         let mut sales = Vec::new();
         for (n, &(i, e)) in news.iter().enumerate() {
             let (job, entry) = (&jobs[i], &jobs[i].entries[e]);
-            let req = &entry.live.request;
+            let req = &entry.request;
+            let entity_id = job.payer.entity_id();
             let today = day(job.now_ms);
-            let account_nexus = nexus.get(job.entity_id.as_str()).cloned().unwrap_or_default();
+            let account_nexus = nexus.get(entity_id).cloned().unwrap_or_default();
             let redone;
             let prepared = match &entry.prepared {
                 Some(p) if *p.nexus == *account_nexus => p,
-                _ => match prepare(&self.registry, dictionary, job.now_ms, &job.entity_id, account_nexus, &entry.live) {
+                _ => match prepare(&self.registry, dictionary, job.now_ms, entity_id, account_nexus, entry) {
                     Ok(p) => {
                         redone = p;
                         &redone
@@ -479,13 +517,13 @@ impl AppState {
             let (tracking, advisories) = det.with_vendor_prior(&self.registry, req, from_micros(priors[n]).normalize());
             if det.role == "seller" && det.counts_toward_nexus_threshold != Some(false) {
                 let month = today.year() * 100 + today.month() as i32;
-                sales.push(Sale { entity_id: &job.entity_id, state: det.buyer_state, month, micros: payments[n].micros });
+                sales.push(Sale { entity_id, state: det.buyer_state, month, micros: payments[n].micros });
             }
             let settled = render::settled(tracking.as_ref(), &advisories);
             texts.push(render::joined(prepared.fixed.each_ref().map(String::as_str), &settled));
             rows.push(transaction::Model {
                 id: prepared.id.clone(),
-                entity_id: job.entity_id.clone(),
+                entity_id: entity_id.to_string(),
                 created_at: job.now_ms,
                 role: det.role.to_string(),
                 buyer_state: det.buyer_state.to_string(),
@@ -500,7 +538,7 @@ impl AppState {
                 }
                 .to_string(),
                 metadata: entry.metadata.as_ref().map(|m| Value::Object(m.clone()).to_string()),
-                request: entry.live.raw.to_string(),
+                request: entry.raw.to_string(),
                 result: String::new(),
                 result_dictionary: Some(dictionary.id.clone()),
                 result_zstd: Some(packed_body(&prepared.packed, &settled)),
@@ -525,7 +563,7 @@ impl AppState {
                 continue;
             }
             if known.throttled.contains(&i) {
-                out.push(Answer { result: Err(burst_exceeded(limit)), burst });
+                out.push(Answer { result: Err(Refusal::BurstExceeded { limit }), burst });
                 continue;
             }
             if let Some(e) = known.refused.get(&i) {
@@ -549,9 +587,10 @@ impl AppState {
             let mut response = String::new();
             if let Source::Calculate { idempotency_key } = &job.source {
                 let today = day(job.now_ms);
-                let alerts = alerts_memo.entry((job.entity_id.as_str(), today)).or_insert_with(|| {
-                    let account_nexus = nexus.get(job.entity_id.as_str()).and_then(|n| (**n).as_ref());
-                    let alerts = alerts_from(&self.registry, &job.entity_id, &revenue, account_nexus.unwrap_or(&no_nexus), today);
+                let entity_id = job.payer.entity_id();
+                let alerts = alerts_memo.entry((entity_id, today)).or_insert_with(|| {
+                    let account_nexus = nexus.get(entity_id).and_then(|n| (**n).as_ref());
+                    let alerts = alerts_from(&self.registry, entity_id, &revenue, account_nexus.unwrap_or(&no_nexus), today);
                     (!alerts.is_empty()).then(|| Value::Array(alerts).to_string())
                 });
                 response = match first_new {
@@ -559,7 +598,7 @@ impl AppState {
                     None => Value::Null.to_string(),
                 };
                 if let Some(k) = idempotency_key {
-                    second.add(Store::finish_idempotency_key_sql(backend, &job.entity_id, k, 200, response.clone()));
+                    second.add(Store::finish_idempotency_key_sql(backend, entity_id, k, 200, response.clone()));
                 }
             }
             out.push(Answer { result: Ok(Recorded { entries, response }), burst });
@@ -571,34 +610,17 @@ impl AppState {
     }
 
     /// The dictionary this instance packs ledger bodies with (recorded in the database on first use).
-    pub async fn ledger_dictionary(&self) -> Result<&'static Dictionary, ApiError> {
-        if let Some(d) = self.ledger_dictionary.get() {
+    pub async fn dictionary(&self) -> Result<&'static Dictionary, StoreError> {
+        if let Some(d) = self.dictionary.get() {
             return Ok(*d);
         }
         let content = samples::dictionary(&self.registry);
-        Ok(*self.ledger_dictionary.get_or_try_init(|| self.store.dictionary(&content, self.clock.now_ms())).await?)
-    }
-
-    /// The account's nexus as the engine takes it: `None` until the account has configured any.
-    pub async fn nexus_map(&self, account: &entity::Model) -> Result<Option<BTreeMap<usize, bool>>, ApiError> {
-        if !account.nexus_configured {
-            return Ok(None);
-        }
-        let rows = self.store.nexus_states(&account.id).await?;
-        Ok(Some(rows.iter().filter_map(|r| state_index(&r.state).map(|i| (i, r.has_nexus))).collect()))
-    }
-
-    /// Alerts for every state at 80% or more of its threshold, from the revenue the account has recorded.
-    pub async fn nexus_alerts<C: ConnectionTrait>(&self, conn: &C, account: &entity::Model, nexus: Option<&BTreeMap<usize, bool>>, now_ms: i64) -> Result<Vec<Value>, ApiError> {
-        let today = day(now_ms);
-        let rows = Store::state_revenue_of(conn, &[account.id.as_str()], nexus_alerts::earliest_month(today)).await?;
-        let empty = BTreeMap::new();
-        Ok(alerts_from(&self.registry, &account.id, &rows, nexus.unwrap_or(&empty), today))
+        Ok(*self.dictionary.get_or_try_init(|| self.store.dictionary(&content, self.clock.now_ms())).await?)
     }
 }
 
 /// The rendered alerts of one account, from revenue rows (which may hold other accounts' too).
-fn alerts_from(registry: &Registry, entity_id: &str, rows: &[state_revenue::Model], nexus: &BTreeMap<usize, bool>, today: NaiveDate) -> Vec<Value> {
+pub fn alerts_from(registry: &Registry, entity_id: &str, rows: &[state_revenue::Model], nexus: &BTreeMap<usize, bool>, today: NaiveDate) -> Vec<Value> {
     let from = nexus_alerts::earliest_month(today);
     let revenue: Vec<MonthRevenue> = rows
         .iter()

@@ -1,0 +1,109 @@
+//! The ledger: the write path of recorded calls. Keyed calculate calls and ingest requests become jobs, and the
+//! jobs waiting at one moment are written in one database transaction (`batch`, by group commit). Every figure a
+//! batch writes — usage and burst counters, 1099 totals, nexus revenue, ledger rows, idempotent responses — is
+//! what recording its jobs one after another, in arrival order, would give.
+//!
+//! A job names who pays for it ([`Payer`]): that decides the account it is recorded to, what is checked again
+//! inside the batch, and which limits it counts against. Knows no HTTP: a job is refused with a [`Refusal`],
+//! which the API turns into its error envelope.
+
+mod batch;
+
+use chrono::{Datelike, NaiveDate, TimeZone, Utc};
+
+pub use batch::{alerts_from, Answer, Entry, EntryOutcome, Job, Ledger, Recorded, Source};
+
+use crate::plans::{plan, Overage};
+use crate::store::entity::entity;
+use crate::store::limits::CounterHit;
+use crate::store::StoreError;
+
+/// Who pays for a job.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Payer {
+    /// An account's API key. The batch checks the key again (one revoked since the caller looked it up is
+    /// refused), counts a calculate call in the key's burst window, and counts the job in the account's month
+    /// against its plan's allowance.
+    ApiKey { key_id: String, entity_id: String },
+    /// A payment for the call itself (x402, MPP, a partner's user), attributed to an account: no key to check
+    /// again, no burst window, no monthly allowance (the call is paid for as it is made).
+    PerCall { entity_id: String },
+}
+
+impl Payer {
+    /// The account the job is recorded to.
+    pub fn entity_id(&self) -> &str {
+        match self {
+            Payer::ApiKey { entity_id, .. } | Payer::PerCall { entity_id } => entity_id,
+        }
+    }
+
+    /// The API key, for a job a key pays for.
+    pub fn key_id(&self) -> Option<&str> {
+        match self {
+            Payer::ApiKey { key_id, .. } => Some(key_id),
+            Payer::PerCall { .. } => None,
+        }
+    }
+}
+
+/// Why a job was answered without being recorded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Refusal {
+    /// The API key is unknown, or was revoked after the caller looked it up.
+    KeyRevoked,
+    /// The account a per-call payment names does not exist.
+    UnknownAccount,
+    /// The key's burst window is used up.
+    BurstExceeded { limit: i64 },
+    /// The account's plan allows no more calls this month; the message says which plan and how many.
+    AllowanceUsedUp(String),
+    /// The engine cannot answer an entry as sent: `field: problem`, each field prefixed with its entry's place.
+    Input(Vec<String>),
+    /// The engine failed on a request that is not at fault (a bug, or a server date the rules do not cover).
+    Engine(String),
+    Store(StoreError),
+}
+
+impl From<StoreError> for Refusal {
+    fn from(e: StoreError) -> Self {
+        Refusal::Store(e)
+    }
+}
+
+const MINUTE_MS: i64 = 60_000;
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+/// Start of the UTC month holding `now_ms`, in Unix ms.
+pub fn month_start_ms(now_ms: i64) -> i64 {
+    let now = Utc.timestamp_millis_opt(now_ms).single().unwrap_or_else(Utc::now);
+    NaiveDate::from_ymd_opt(now.year(), now.month(), 1).and_then(|d| d.and_hms_opt(0, 0, 0)).map_or(0, |d| d.and_utc().timestamp_millis())
+}
+
+fn next_month_start_ms(now_ms: i64) -> i64 {
+    month_start_ms(month_start_ms(now_ms) + 32 * DAY_MS)
+}
+
+/// The hit that counts one billable call (keyed calculate, ingest) in the account's month.
+pub fn monthly_call(entity_id: &str, now_ms: i64) -> CounterHit {
+    CounterHit { name: format!("usage:{entity_id}"), window_start: month_start_ms(now_ms), expires_at: next_month_start_ms(now_ms) + 31 * DAY_MS, n: 1 }
+}
+
+/// The hit that counts one call in its key's 60-second window (kept a minute past its end).
+pub fn burst_call(key_id: &str, now_ms: i64) -> CounterHit {
+    let window = now_ms - now_ms.rem_euclid(MINUTE_MS);
+    CounterHit { name: format!("burst:{key_id}"), window_start: window, expires_at: window + 2 * MINUTE_MS, n: 1 }
+}
+
+/// Whether the account's plan allows its `calls`-th call this month. Free: a hard cutoff (`Err`, "Monthly limit
+/// reached"); paid plans serve it and meter it: the hit that records the overage.
+pub fn allowance(account: &entity::Model, now_ms: i64, calls: i64) -> Result<Option<CounterHit>, String> {
+    let p = plan(&account.plan);
+    if calls <= p.monthly_calls {
+        return Ok(None);
+    }
+    match p.overage {
+        Overage::HardCutoff => Err(format!("Monthly limit reached: the {} plan includes {} calls per month; upgrade to continue", p.name, p.monthly_calls)),
+        Overage::Meter(_) => Ok(Some(CounterHit { name: format!("overage:{}", account.id), ..monthly_call(&account.id, now_ms) })),
+    }
+}
