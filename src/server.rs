@@ -96,11 +96,6 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let data_key = data_key(&config)?;
     let store = connect_and_migrate(&config.database_url).await?;
     let state = Arc::new(AppState::new(store.clone(), registry, Clock::system(), config.limits.clone(), data_key));
-    // The ledger's dictionary, built and recorded now rather than by the first keyed call (a failure is left to
-    // that call, which tries again).
-    if let Err(e) = state.ledger.dictionary().await {
-        tracing::warn!(error = %e, "ledger dictionary not ready");
-    }
     let trust = std::env::var("LEVY_TRUST_FORWARDED_FOR").is_ok_and(|v| v == "1");
     let endpoint = app(state.clone(), trust);
     tokio::spawn(prune_counters(state));

@@ -48,7 +48,7 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(store: Store, registry: Arc<Registry>, clock: Clock, limits: Limits, data_key: DataKey) -> AppState {
-        let ledger = Arc::new(Ledger::new(store.clone(), registry.clone(), clock.clone(), limits.burst_per_minute));
+        let ledger = Arc::new(Ledger::new(store.clone(), registry.clone(), limits.burst_per_minute));
         AppState { store, registry, clock, limits, data_key, ledger, keys: Default::default() }
     }
 

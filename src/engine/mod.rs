@@ -7,7 +7,6 @@ pub mod money;
 pub mod nexus;
 pub mod render;
 pub mod request;
-pub mod samples;
 
 pub use determine::{determine, Determination, EngineError, Input};
 pub use request::{parse_request, FieldError, Request};

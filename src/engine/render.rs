@@ -33,8 +33,8 @@ pub fn full(det: &Determination) -> Value {
 /// The full body's text with its two 1099-dependent members (`tracking_1099`, `advisories`) left open, so that
 /// they can be settled later without writing the rest again: the ledger batch learns the counterparty's total
 /// last, and writes only these. The body is thus five pieces: three fixed by the determination and the API's
-/// members ([`FullText::into_fixed`]), and between them the two settled ones ([`settled`]); the ledger stores
-/// each piece as a frame of its own (`store::packing`), the fixed ones packed before the batch.
+/// members ([`FullText::into_fixed`]), and between them the two settled ones ([`settled`]), joined by the ledger
+/// batch ([`joined`]).
 pub struct FullText {
     /// `{` and the members before `tracking_1099`.
     head: String,

@@ -8,7 +8,7 @@
 //!    caller's lookup is refused here); their nexus settings; for ingest, the external ids already in the
 //!    ledger; the counterparties' 1099 totals, one upsert (each entry learns the total before it from the sums);
 //!    the states' revenue that calculate's nexus alerts read;
-//! 2. the determinations, in memory: made, rendered and packed before the batch in each caller's task (`Prepared`),
+//! 2. the determinations, in memory: made and rendered before the batch in each caller's task (`Prepared`),
 //!    redone here for an account whose nexus differs from what they used, and settled with the 1099 totals;
 //! 3. metered overage; the states' monthly revenue for nexus, one upsert; the ledger rows, one insert (on
 //!    PostgreSQL run just before the script, its values bound as arrays); calculate's Idempotency-Key
@@ -38,7 +38,6 @@ use super::{allowance, burst_call, monthly_call, Payer, Refusal};
 use crate::clock::iso;
 use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
 use crate::engine::render::{self, FullText, API_VERSION};
-use crate::engine::samples;
 use crate::engine::{determine, Determination, EngineError, Input, Request};
 use crate::rules::registry::Registry;
 use crate::rules::schema::state_index;
@@ -48,7 +47,6 @@ use crate::store::group::{Group, Replies};
 use crate::store::accounts::KeyOwner;
 use crate::store::ledger::{Payment, Sale};
 use crate::store::limits::CounterHit;
-use crate::store::packing::{packed_body, Dictionary, PackedFixed};
 use crate::store::script::{Script, ScriptConn};
 use crate::store::{Store, StoreError};
 
@@ -59,15 +57,12 @@ const MAX_BATCH: usize = 64;
 pub struct Ledger {
     store: Store,
     registry: Arc<Registry>,
-    clock: crate::clock::Clock,
     /// Keyed calculate calls per key per 60-second window.
     burst_per_minute: i64,
     group: Group<Job, Answer>,
     /// Each account's nexus as this instance's last batch read it, for preparing entries. It only saves work:
     /// the batch compares it with what it reads.
     nexus_seen: crate::cache::Seen<Nexus>,
-    /// The dictionary this instance packs ledger bodies with, once recorded (at start-up, or by the first batch).
-    dictionary: tokio::sync::OnceCell<&'static Dictionary>,
 }
 
 /// One batch at a time per instance, on either database. Every keyed call of an account touches the same
@@ -75,8 +70,8 @@ pub struct Ledger {
 /// locks until it commits: measured with benches/load.sh, two or four concurrent batches gave 27% and 44% fewer
 /// keyed calls per second than one.
 impl Ledger {
-    pub fn new(store: Store, registry: Arc<Registry>, clock: crate::clock::Clock, burst_per_minute: i64) -> Ledger {
-        Ledger { store, registry, clock, burst_per_minute, group: Group::new(MAX_BATCH, 1), nexus_seen: Default::default(), dictionary: Default::default() }
+    pub fn new(store: Store, registry: Arc<Registry>, burst_per_minute: i64) -> Ledger {
+        Ledger { store, registry, burst_per_minute, group: Group::new(MAX_BATCH, 1), nexus_seen: Default::default() }
     }
 }
 
@@ -103,7 +98,7 @@ impl Entry {
 /// An account's nexus as the engine takes it: `None` until the account has configured any.
 type Nexus = Arc<Option<BTreeMap<usize, bool>>>;
 
-/// An entry determined, rendered and packed ahead of its batch, from the account's nexus as this instance last
+/// An entry determined and rendered ahead of its batch, from the account's nexus as this instance last
 /// read it, so that the batch (one at a time) does not spend its time there. The batch uses it when the nexus it
 /// reads in its transaction is the same (otherwise it determines the entry again), and settles the two parts
 /// that the counterparty's 1099 total decides (`Determination::with_vendor_prior`), which go between the fixed
@@ -114,21 +109,19 @@ struct Prepared {
     /// The ledger row's id, also in the body. (Taken here, so a job's entries have ids in their order, and a
     /// call answered before another began has the lower id.)
     id: String,
-    /// The body's fixed pieces, as text and packed.
+    /// The body's fixed pieces (the 1099 parts go between them once settled).
     fixed: [String; 3],
-    packed: PackedFixed,
 }
 
 /// Determines an entry of the account's with the nexus given, renders it with the API's members, its 1099 parts
 /// left to settle, and packs the rest.
-fn prepare(registry: &Registry, dictionary: &'static Dictionary, now_ms: i64, entity_id: &str, nexus: Nexus, entry: &Entry) -> Result<Prepared, Refusal> {
+fn prepare(registry: &Registry, now_ms: i64, entity_id: &str, nexus: Nexus, entry: &Entry) -> Result<Prepared, Refusal> {
     let input = Input { request: &entry.request, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(now_ms) };
     let det = determine(registry, &input).map_err(|err| engine_refusal(err, &entry.prefix))?;
     let id = new_ordered_id("tx", now_ms);
     let extra = [("transaction_id", id.as_str()), ("timestamp", &iso(now_ms)), ("entity_id", entity_id), ("mode", "live"), ("api_version", API_VERSION)];
     let fixed = FullText::new(&det).into_fixed(&extra);
-    let packed = dictionary.pack_fixed(fixed.each_ref().map(String::as_str)).map_err(Refusal::Store)?;
-    Ok(Prepared { nexus, det, id, fixed, packed })
+    Ok(Prepared { nexus, det, id, fixed })
 }
 
 /// An engine failure as the job's refusal: the caller's input, or not.
@@ -336,19 +329,10 @@ impl Ledger {
     pub async fn prepare_job(&self, job: &mut Job) -> Result<(), Refusal> {
         let entity_id = job.payer.entity_id().to_string();
         let nexus = self.nexus_seen.get(&entity_id).unwrap_or_default();
-        let dictionary = self.dictionary().await.ok();
         let mut errors = Vec::new();
         for entry in &mut job.entries {
-            let prepared = match dictionary {
-                Some(d) => prepare(&self.registry, d, job.now_ms, &entity_id, nexus.clone(), entry).map(Some),
-                // (Without the dictionary, only whether the engine takes the request.)
-                None => {
-                    let input = Input { request: &entry.request, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(job.now_ms) };
-                    determine(&self.registry, &input).map(|_| None).map_err(|err| engine_refusal(err, &entry.prefix))
-                }
-            };
-            entry.prepared = match prepared {
-                Ok(p) => p,
+            entry.prepared = match prepare(&self.registry, job.now_ms, &entity_id, nexus.clone(), entry) {
+                Ok(p) => Some(p),
                 Err(Refusal::Input(e)) => {
                     errors.extend(e);
                     None
@@ -382,8 +366,6 @@ impl Ledger {
         // (Script 1 of the first attempt is written before the connection is taken: on SQLite the other writers
         // on its one connection, the limiter and Idempotency-Key claims, do not wait for that.)
         let mut plan = Plan::new(jobs, &known, backend);
-        // (Before the connection is taken: the first batch records the dictionary, on the writer.)
-        let dictionary = self.dictionary().await?;
         let mut conn = ScriptConn::acquire(&self.store.writer).await?;
         if self.store.checkpoints.as_ref().is_some_and(|c| c.take_restart()) {
             // The log is long and the background copies have done most of it: the rest, so that this batch
@@ -391,7 +373,7 @@ impl Ledger {
             let _ = conn.checkpoint().await;
         }
         loop {
-            match self.attempt(&mut conn, jobs, plan, &mut known, dictionary).await {
+            match self.attempt(&mut conn, jobs, plan, &mut known).await {
                 Ok(Some(out)) => return Ok((out, conn)),
                 Ok(None) => conn.rollback().await?,
                 Err(e) => {
@@ -406,7 +388,7 @@ impl Ledger {
 
     /// One attempt at the batch: its results, or `None` (transaction left open) when it learned something that
     /// changes what to write, added to `known`.
-    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[Job], plan: Plan<'_>, known: &mut Known, dictionary: &'static Dictionary) -> Result<Option<Vec<Answer>>, StoreError> {
+    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[Job], plan: Plan<'_>, known: &mut Known) -> Result<Option<Vec<Answer>>, StoreError> {
         let Plan { live, counted, bursting, mut slots, news, payments, hits, first, usage, owners_at, accounts_at, nexus_at, external, vendor, revenue_at } = plan;
         let backend = conn.backend();
         let answers = conn.run(first).await?;
@@ -453,8 +435,7 @@ impl Ledger {
                 }
             }
         }
-        let mut recorded = answers.models::<transaction::Model>(external, "")?;
-        self.store.unpack(&mut recorded).await?;
+        let recorded = answers.models::<transaction::Model>(external, "")?;
         for row in recorded {
             let ext = row.external_tx_id.clone().unwrap_or_default();
             if known.existing.insert((row.entity_id.clone(), ext), row).is_none() {
@@ -489,9 +470,8 @@ impl Ledger {
         };
 
         // The determinations (made before the batch where the nexus they used is still the account's), settled
-        // with the 1099 totals, and the rows (packed), their bodies' text and the sales they make.
+        // with the 1099 totals, and the rows, with their bodies' text, and the sales they make.
         let mut rows = Vec::with_capacity(news.len());
-        let mut texts = Vec::with_capacity(news.len());
         let mut sales = Vec::new();
         for (n, &(i, e)) in news.iter().enumerate() {
             let (job, entry) = (&jobs[i], &jobs[i].entries[e]);
@@ -502,7 +482,7 @@ impl Ledger {
             let redone;
             let prepared = match &entry.prepared {
                 Some(p) if *p.nexus == *account_nexus => p,
-                _ => match prepare(&self.registry, dictionary, job.now_ms, entity_id, account_nexus, entry) {
+                _ => match prepare(&self.registry, job.now_ms, entity_id, account_nexus, entry) {
                     Ok(p) => {
                         redone = p;
                         &redone
@@ -520,7 +500,7 @@ impl Ledger {
                 sales.push(Sale { entity_id, state: det.buyer_state, month, micros: payments[n].micros });
             }
             let settled = render::settled(tracking.as_ref(), &advisories);
-            texts.push(render::joined(prepared.fixed.each_ref().map(String::as_str), &settled));
+            let text = render::joined(prepared.fixed.each_ref().map(String::as_str), &settled);
             rows.push(transaction::Model {
                 id: prepared.id.clone(),
                 entity_id: entity_id.to_string(),
@@ -539,9 +519,7 @@ impl Ledger {
                 .to_string(),
                 metadata: entry.metadata.as_ref().map(|m| Value::Object(m.clone()).to_string()),
                 request: entry.raw.to_string(),
-                result: String::new(),
-                result_dictionary: Some(dictionary.id.clone()),
-                result_zstd: Some(packed_body(&prepared.packed, &settled)),
+                result: text,
             });
         }
         add_sales(&mut revenue, &sales);
@@ -580,8 +558,8 @@ impl Ledger {
                 .into_iter()
                 .map(|slot| match slot {
                     Slot::Existing(row) => EntryOutcome::Duplicate(row),
-                    Slot::SameAs(n) => EntryOutcome::Duplicate(transaction::Model { result: texts[n].clone(), result_dictionary: None, result_zstd: None, ..rows[n].clone() }),
-                    Slot::New(n) => EntryOutcome::New { calculation: texts[n].clone() },
+                    Slot::SameAs(n) => EntryOutcome::Duplicate(rows[n].clone()),
+                    Slot::New(n) => EntryOutcome::New { calculation: rows[n].result.clone() },
                 })
                 .collect();
             let mut response = String::new();
@@ -594,7 +572,7 @@ impl Ledger {
                     (!alerts.is_empty()).then(|| Value::Array(alerts).to_string())
                 });
                 response = match first_new {
-                    Some(n) => with_alerts(&texts[n], alerts.as_deref()),
+                    Some(n) => with_alerts(&rows[n].result, alerts.as_deref()),
                     None => Value::Null.to_string(),
                 };
                 if let Some(k) = idempotency_key {
@@ -607,15 +585,6 @@ impl Ledger {
         second.commit();
         conn.run(second).await?;
         Ok(Some(out))
-    }
-
-    /// The dictionary this instance packs ledger bodies with (recorded in the database on first use).
-    pub async fn dictionary(&self) -> Result<&'static Dictionary, StoreError> {
-        if let Some(d) = self.dictionary.get() {
-            return Ok(*d);
-        }
-        let content = samples::dictionary(&self.registry);
-        Ok(*self.dictionary.get_or_try_init(|| self.store.dictionary(&content, self.clock.now_ms())).await?)
     }
 }
 

@@ -117,8 +117,7 @@ impl Store {
     }
 
     pub async fn recent_transactions(&self, entity_id: &str, n: u64) -> Result<Vec<transaction::Model>, StoreError> {
-        let mut rows = transaction::Entity::find().filter(transaction::Column::EntityId.eq(entity_id)).order_by_desc(transaction::Column::CreatedAt).limit(n).all(&self.db).await?;
-        self.unpack(&mut rows).await?;
+        let rows = transaction::Entity::find().filter(transaction::Column::EntityId.eq(entity_id)).order_by_desc(transaction::Column::CreatedAt).limit(n).all(&self.db).await?;
         Ok(rows)
     }
 }

@@ -12,7 +12,7 @@ use super::script::{Arg, Execute, Script, ScriptConn, Sql};
 use super::{adding_upserts, inserts, Store, StoreError};
 
 /// The ledger's columns as its inserts write them, each with its PostgreSQL type as an array's element.
-const LEDGER_COLUMNS: [(&str, &str); 16] = [
+const LEDGER_COLUMNS: [(&str, &str); 14] = [
     ("id", "text"),
     ("entity_id", "text"),
     ("created_at", "int8"),
@@ -27,8 +27,6 @@ const LEDGER_COLUMNS: [(&str, &str); 16] = [
     ("metadata", "text"),
     ("request", "text"),
     ("result", "text"),
-    ("result_dictionary", "text"),
-    ("result_zstd", "bytea"),
 ];
 
 /// The 1099 totals: per (account, counterparty, tax year), the payments' sum and count; returned as stored.
@@ -131,8 +129,8 @@ impl Store {
     /// Writes ledger rows in the transaction `conn` holds: on SQLite as statements added to `script`, which the
     /// caller runs; on PostgreSQL at once, as one statement whose values are arrays, one per column, bound in
     /// binary. Its text is the same whatever the number of rows, so the connection prepares it once (sqlx caches
-    /// prepared statements by text), and packed bodies travel as bytes rather than as hex in a script's text for
-    /// PostgreSQL to read, which cost the one-at-a-time batch more per row than anything else on PostgreSQL.
+    /// prepared statements by text), and the bodies travel as bound values rather than as literals in a
+    /// script's text for PostgreSQL to parse.
     pub async fn write_transactions<'a>(conn: &mut ScriptConn, script: &mut Script<'a>, rows: &'a [transaction::Model]) -> Result<(), StoreError> {
         let Some(pg) = conn.postgres() else {
             script.add_all(Store::insert_transactions_sql(script.backend(), rows));
@@ -163,8 +161,6 @@ impl Store {
             .bind(maybe(|r| r.metadata.as_deref()))
             .bind(text(|r| &r.request))
             .bind(text(|r| &r.result))
-            .bind(maybe(|r| r.result_dictionary.as_deref()))
-            .bind(rows.iter().map(|r| r.result_zstd.as_deref()).collect::<Vec<Option<&[u8]>>>())
             .execute(pg)
             .await
             .map_err(super::script::sqlx_err)?;
@@ -176,7 +172,7 @@ impl Store {
         let columns = LEDGER_COLUMNS.map(|(c, _)| c);
         let values = rows
             .iter()
-            .map(|r| -> [Arg; 16] {
+            .map(|r| -> [Arg; 14] {
                 [
                     (&r.id).into(),
                     (&r.entity_id).into(),
@@ -192,8 +188,6 @@ impl Store {
                     r.metadata.as_ref().into(),
                     (&r.request).into(),
                     (&r.result).into(),
-                    r.result_dictionary.as_ref().into(),
-                    r.result_zstd.as_deref().map_or(Arg::Null, |b| Arg::Blob(b.into())),
                 ]
             })
             .collect();
@@ -220,7 +214,7 @@ impl Store {
             q = q.filter(transaction::Column::CreatedAt.gte(since));
         }
         if let Some(tt) = &f.transaction_type {
-            // No column of its own: read from the stored request (JSON text, never packed), with the contract's
+            // No column of its own: read from the stored request (JSON text), with the contract's
             // default for a request that sent none.
             let default = Fact::transaction_type.def().default.and_then(|i| TRANSACTION_TYPES.get(i as usize)).copied().unwrap_or("saas");
             q = q.filter(match self.db.get_database_backend() {
@@ -228,8 +222,6 @@ impl Store {
                 _ => Expr::cust_with_values(r#"COALESCE(json_extract("request", ?), ?) = ?"#, ["$.transaction_type", default, tt.as_str()]),
             });
         }
-        let mut rows = q.order_by_desc(transaction::Column::CreatedAt).order_by_desc(transaction::Column::Id).offset(f.offset).limit(f.limit).all(&self.db).await?;
-        self.unpack(&mut rows).await?;
-        Ok(rows)
+        Ok(q.order_by_desc(transaction::Column::CreatedAt).order_by_desc(transaction::Column::Id).offset(f.offset).limit(f.limit).all(&self.db).await?)
     }
 }

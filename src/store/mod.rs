@@ -9,7 +9,6 @@ pub mod idempotency;
 pub mod ledger;
 pub mod limits;
 pub mod nexus;
-pub mod packing;
 pub mod prepared;
 pub mod script;
 pub mod wal;
@@ -254,9 +253,10 @@ impl Store {
         self.db.get_database_backend()
     }
 
-    /// Applies every pending migration.
+    /// Applies pending migrations, on the writer: on SQLite one connection, so that no statement of a migration
+    /// is parsed against a schema that an earlier statement, on another connection, has changed since.
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        Migrator::up(&self.db, None).await.map_err(StoreError::from)
+        Migrator::up(&self.writer, None).await.map_err(StoreError::from)
     }
 
     /// One round trip, for the health check.

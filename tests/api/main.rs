@@ -16,6 +16,7 @@ mod gains;
 mod idempotency;
 mod ingest;
 mod limits;
+mod migrations;
 mod listing;
 mod nexus;
 mod query;

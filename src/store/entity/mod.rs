@@ -6,7 +6,6 @@ pub mod counter;
 pub mod disposition;
 pub mod entity;
 pub mod idempotency;
-pub mod ledger_dictionary;
 pub mod lot;
 pub mod nexus_state;
 pub mod position;

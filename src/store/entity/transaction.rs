@@ -22,13 +22,8 @@ pub struct Model {
     pub metadata: Option<String>,
     /// The validated request body (JSON text).
     pub request: String,
-    /// The full calculate response returned for it (JSON text); stored empty when packed (`result_zstd`), and
-    /// filled again when read through the store (`Store::unpack`).
+    /// The full calculate response returned for it (JSON text).
     pub result: String,
-    /// The dictionary a packed body was compressed against (`ledger_dictionaries`).
-    pub result_dictionary: Option<String>,
-    /// The body, zstd-compressed against that dictionary (see `store::packing`).
-    pub result_zstd: Option<Vec<u8>>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
