@@ -25,7 +25,7 @@ pub fn load_rules(dir: &Path) -> Result<Registry, String> {
     if !dir.join("registry.yaml").is_file() {
         return Err(format!("no rules directory at {} (expected {}); run from the repository root or set LEVY_RULES", dir.display(), dir.join("registry.yaml").display()));
     }
-    crate::cli::load_or_report(dir).map(|(r, _)| r).ok_or_else(|| format!("the rules in {} have errors (listed above); fix them and start again", dir.display()))
+    crate::rules::load::load_or_report(dir).map(|(r, _)| r).ok_or_else(|| format!("the rules in {} have errors (listed above); fix them and start again", dir.display()))
 }
 
 /// The EIN key: LEVY_DATA_KEY, else `<data_dir>/data.key`, generated (mode 0600) on first start.

@@ -7,7 +7,7 @@ use chrono::NaiveDate;
 
 use super::ast::{Cond, Sourcing, TaxOutcome};
 use super::check;
-use super::diag::{display_path, Diagnostic, SourceMap, Span};
+use super::diag::{display_path, Diagnostic, Severity, SourceMap, Span};
 use super::parse;
 use super::read::{self, expr, seq, Diags, Fields};
 use super::registry::*;
@@ -143,6 +143,25 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
         _ => None,
     };
     (registry, d, sources)
+}
+
+/// Loads a registry, printing diagnostics; `None` when there were errors.
+pub fn load_or_report(dir: &Path) -> Option<(Registry, SourceMap)> {
+    // LEVY_PARTIAL_RULES=1 lets a directory still being written load without all 51 jurisdictions.
+    let partial = std::env::var("LEVY_PARTIAL_RULES").is_ok_and(|v| v == "1");
+    let (reg, diags, sources) = load_dir_with(dir, partial);
+    print_diagnostics(&diags, &sources);
+    reg.map(|r| (r, sources))
+}
+
+pub fn print_diagnostics(diags: &[Diagnostic], sources: &SourceMap) {
+    for d in diags {
+        eprintln!("{}", sources.render(d));
+    }
+    let errors = diags.iter().filter(|d| d.severity == Severity::Error).count();
+    if errors > 0 {
+        eprintln!("{errors} error{} found", if errors == 1 { "" } else { "s" });
+    }
 }
 
 trait HelpIfNone {
