@@ -3,16 +3,32 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::engine::determine::pct;
 use crate::engine::{self, render, Determination, EngineError};
+use crate::rules::diag::{Severity, SourceMap};
 use crate::rules::schema::state_index;
+use crate::rules::{cases, yaml};
 
+/// The request as JSON: `arg` itself when it is a JSON object, else the JSON or YAML file it names.
 fn read_request(arg: &str) -> Result<Value, String> {
-    let text = if arg.trim_start().starts_with('{') { arg.to_string() } else { std::fs::read_to_string(arg).map_err(|e| format!("cannot read {arg}: {e}"))? };
-    serde_json::from_str(&text).or_else(|_| serde_yaml::from_str::<Value>(&text)).map_err(|e| format!("the request is neither JSON nor YAML: {e}"))
+    let inline = arg.trim_start().starts_with('{');
+    let text = if inline { arg.to_string() } else { std::fs::read_to_string(arg).map_err(|e| format!("cannot read {arg}: {e}"))? };
+    if let Ok(v) = serde_json::from_str(&text) {
+        return Ok(v);
+    }
+    let name: Arc<str> = if inline { "--request".into() } else { arg.into() };
+    let errors = match yaml::parse(&name, &text) {
+        Ok((node, diags)) if !diags.iter().any(|d| d.severity == Severity::Error) => return Ok(cases::to_json(&node)),
+        Ok((_, diags)) | Err(diags) => diags,
+    };
+    let mut sources = SourceMap::default();
+    sources.add(&name, &text);
+    let rendered: String = errors.iter().filter(|d| d.severity == Severity::Error).map(|d| sources.render(d)).collect();
+    Err(format!("the request is neither JSON nor YAML:\n{}", rendered.trim_end()))
 }
 
 pub fn explain(rules: &Path, request: &str, as_of: Option<&str>, nexus: Option<&str>, json: bool) -> u8 {
