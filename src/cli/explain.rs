@@ -102,7 +102,7 @@ pub fn explain_text(det: &Determination) -> String {
     }
     for l in &det.legs {
         let _ = writeln!(s, "   leg {}: {} USD", l.name, l.amount);
-        let _ = writeln!(s, "   rule {} fired: {}", l.rule_id, if l.result == "taxable" { format!("taxable on {}% of base at {}", (l.base_share * rust_decimal::Decimal::from(100)).normalize(), pct(l.rate)) } else { format!("exempt as {}: {}", l.result, l.reason.clone().unwrap_or_default()) });
+        let _ = writeln!(s, "   rule {} fired: {}", l.rule_id, if l.result.is_taxable() { format!("taxable on {}% of base at {}", (l.base_share * rust_decimal::Decimal::from(100)).normalize(), pct(l.rate)) } else { format!("exempt as {}: {}", l.result, l.reason.clone().unwrap_or_default()) });
         let _ = writeln!(s, "     cite: {}", l.citation.cite);
         if let Some(n) = &l.note {
             let _ = writeln!(s, "     note: {n}");
@@ -110,7 +110,7 @@ pub fn explain_text(det: &Determination) -> String {
         for (reading, tax, c) in &l.readings {
             let _ = writeln!(s, "     reading: {reading} → {tax} [{}]", c.cite);
         }
-        if l.result == "taxable" {
+        if l.result.is_taxable() {
             let _ = writeln!(s, "     tax = {} × {} = {}", l.taxable_amount, pct(l.rate), l.tax);
         }
     }

@@ -33,7 +33,40 @@ pub enum EngineError {
     /// date is the server's (a fault of the deployment, answered 500); in the CLI it is `--as-of`.
     BeforeCoverage { as_of: NaiveDate, coverage_from: NaiveDate },
     /// A registry or arithmetic failure; a bug, never the caller's fault.
-    Internal(String),
+    Internal(Fault),
+}
+
+/// What went wrong inside the engine: a registry that lacks what a checked one always has, or arithmetic out
+/// of range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// A table the facts index into lacks the entry (the text names the table or the index).
+    Table(&'static str),
+    TaxOverflow,
+    /// An ambiguous rule without any reading.
+    NoReadings,
+    NoStateRate { state: &'static str, as_of: NaiveDate },
+    NoSourcingRule { state: &'static str, as_of: NaiveDate },
+    NoTaxabilityRule { state: &'static str, category: &'static str, as_of: NaiveDate },
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Table(what) => write!(f, "{what}"),
+            Fault::TaxOverflow => write!(f, "tax overflow"),
+            Fault::NoReadings => write!(f, "an ambiguous rule without readings"),
+            Fault::NoStateRate { state, as_of } => write!(f, "no {state} state rate on {as_of}"),
+            Fault::NoSourcingRule { state, as_of } => write!(f, "no {state} sourcing rule on {as_of}"),
+            Fault::NoTaxabilityRule { state, category, as_of } => write!(f, "no taxability rule of {state} covers category {category} on {as_of}"),
+        }
+    }
+}
+
+impl From<Fault> for EngineError {
+    fn from(f: Fault) -> EngineError {
+        EngineError::Internal(f)
+    }
 }
 
 impl EngineError {
@@ -54,6 +87,148 @@ impl std::fmt::Display for EngineError {
             EngineError::BeforeCoverage { as_of, coverage_from } => write!(f, "as of {as_of}: the rules cover dates from {coverage_from}"),
             EngineError::Internal(msg) => write!(f, "{msg}"),
         }
+    }
+}
+
+/// Text enums of the determination: `as_str` is the text the bodies carry, `Display` writes it (padded as
+/// asked).
+macro_rules! text_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vm])* $variant),+
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// The caller's side of the sale.
+    Role { Seller => "seller", Buyer => "buyer" }
+}
+
+impl Role {
+    /// Seller exactly when the facts hold `role: seller`.
+    fn of(facts: &FactSet) -> Role {
+        if facts.get(Fact::role) == Some(0) { Role::Seller } else { Role::Buyer }
+    }
+}
+
+text_enum! {
+    /// Whether the work type was given or inferred from the transaction type.
+    WorkTypeSource { Explicit => "explicit", Inferred => "inferred" }
+}
+
+text_enum! {
+    /// The confidence score's band.
+    ConfidenceLevel { Complete => "complete", High => "high", Partial => "partial", Minimal => "minimal" }
+}
+
+impl ConfidenceLevel {
+    fn of(score: u32) -> ConfidenceLevel {
+        match score {
+            100 => ConfidenceLevel::Complete,
+            85..=99 => ConfidenceLevel::High,
+            60..=84 => ConfidenceLevel::Partial,
+            _ => ConfidenceLevel::Minimal,
+        }
+    }
+}
+
+text_enum! {
+    /// What a routed amount is.
+    RoutingKind { CapitalGains => "capital_gains", SalesTax => "sales_tax", UseTax => "use_tax", SpecialTax => "special_tax" }
+}
+
+text_enum! {
+    /// The stage of the determination a trace step belongs to.
+    Stage {
+        Classification => "classification",
+        Sourcing => "sourcing",
+        Rates => "rates",
+        Taxability => "taxability",
+        SpecialTax => "special_tax",
+        Exemption => "exemption",
+        Marketplace => "marketplace",
+        Nexus => "nexus",
+        Remittance => "remittance",
+    }
+}
+
+/// A leg's taxability: taxable, or exempt as the type the rule names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LegResult {
+    Taxable,
+    Exempt(String),
+}
+
+impl LegResult {
+    pub fn as_str(&self) -> &str {
+        match self {
+            LegResult::Taxable => "taxable",
+            LegResult::Exempt(kind) => kind,
+        }
+    }
+
+    pub fn is_taxable(&self) -> bool {
+        *self == LegResult::Taxable
+    }
+}
+
+impl std::fmt::Display for LegResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// The determination's one-word answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FinalDetermination {
+    /// Some leg is taxable and the caller owes (or would owe, but for a marketplace) the tax.
+    Taxable,
+    /// No leg is taxable: the first leg's exemption type.
+    Exempt(String),
+    OutsideSalesTax,
+    ExemptionCertificate,
+    /// A seller without nexus in the buyer's state, which owes nothing there.
+    NoNexus,
+}
+
+impl FinalDetermination {
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinalDetermination::Taxable => "taxable",
+            FinalDetermination::Exempt(kind) => kind,
+            FinalDetermination::OutsideSalesTax => "outside_sales_tax",
+            FinalDetermination::ExemptionCertificate => "exemption_certificate",
+            FinalDetermination::NoNexus => "no_nexus",
+        }
+    }
+}
+
+impl std::fmt::Display for FinalDetermination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for FinalDetermination {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
     }
 }
 
@@ -87,8 +262,8 @@ pub struct Leg {
     pub rate: Decimal,
     pub tax: Decimal,
     pub rule_id: String,
-    /// `taxable` or the exemption type.
-    pub result: String,
+    pub result: LegResult,
+    /// The exemption's reason: `Some` exactly when the leg is exempt.
     pub reason: Option<String>,
     pub citation: Citation,
     pub note: Option<String>,
@@ -108,7 +283,7 @@ pub struct SpecialLeg {
 
 #[derive(Clone, Debug)]
 pub struct TraceStep {
-    pub stage: &'static str,
+    pub stage: Stage,
     pub rule: Option<String>,
     pub result: String,
 }
@@ -126,7 +301,7 @@ pub struct Tracking1099 {
 
 #[derive(Clone, Debug)]
 pub struct Routing {
-    pub kind: &'static str,
+    pub kind: RoutingKind,
     pub amount: Decimal,
     pub destination: String,
     pub jurisdiction: String,
@@ -137,7 +312,7 @@ pub struct Determination {
     pub as_of: NaiveDate,
     pub engine_version: String,
     pub rules_version: String,
-    pub role: &'static str,
+    pub role: Role,
     pub amount: Decimal,
     pub buyer_state: &'static str,
     pub buyer_state_name: String,
@@ -148,7 +323,7 @@ pub struct Determination {
     pub transaction_type: &'static str,
     pub input_work_type: Option<&'static str>,
     pub work_type: &'static str,
-    pub work_type_source: &'static str,
+    pub work_type_source: WorkTypeSource,
     pub work_type_label: String,
     pub category: &'static str,
     pub category_label: String,
@@ -188,12 +363,12 @@ pub struct Determination {
     pub exemption_certificate: Option<String>,
     pub tax_if_nexus: Option<Decimal>,
     pub total_tax: Decimal,
-    pub final_determination: String,
+    pub final_determination: FinalDetermination,
     pub tracking_1099: Option<Tracking1099>,
     /// Where in `advisories` the 1099 threshold advisory goes (the only advisory the 1099 figures decide).
     pub information_return_at: usize,
     pub confidence_score: u32,
-    pub confidence_level: &'static str,
+    pub confidence_level: ConfidenceLevel,
     pub confidence_factors: Vec<String>,
     pub advisories: Vec<Advisory>,
     pub routing: Vec<Routing>,
@@ -212,13 +387,13 @@ impl Determination {
 
     /// The state leg's rate as applied (a rule may replace the state rate, e.g. 3% in place of 6%).
     pub fn applied_state_rate(&self) -> Decimal {
-        self.legs.iter().find(|l| l.result == "taxable").map_or(self.state_rate, |l| l.state_rate)
+        self.legs.iter().find(|l| l.result.is_taxable()).map_or(self.state_rate, |l| l.state_rate)
     }
 
     /// The combined rate as applied to the taxable base: the state leg as applied plus the local
     /// layers that apply; the jurisdiction's general rate when nothing is taxable.
     pub fn applied_combined_rate(&self) -> Decimal {
-        self.legs.iter().find(|l| l.result == "taxable").map_or(self.combined_rate, |l| l.rate)
+        self.legs.iter().find(|l| l.result.is_taxable()).map_or(self.combined_rate, |l| l.rate)
     }
 
     pub fn advisory_codes(&self) -> Vec<&str> {
@@ -266,7 +441,7 @@ impl Ctx<'_> {
         self.advisories.push(advisory(self.reg, code, state));
     }
 
-    fn trace(&mut self, stage: &'static str, rule: Option<&str>, result: impl Into<String>) {
+    fn trace(&mut self, stage: Stage, rule: Option<&str>, result: impl Into<String>) {
         self.trace.push(TraceStep { stage, rule: rule.map(str::to_string), result: result.into() });
     }
 
@@ -308,10 +483,6 @@ fn name(list: &'static [&'static str], i: Option<u16>) -> &'static str {
     i.and_then(|i| list.get(i as usize).copied()).unwrap_or("unknown")
 }
 
-fn internal(msg: impl Into<String>) -> EngineError {
-    EngineError::Internal(msg.into())
-}
-
 /// The outcome of one taxability evaluation.
 struct Rated {
     rule: usize,
@@ -351,44 +522,44 @@ fn outcome_tax(o: &TaxOutcome, amount: Decimal, state_rate: Decimal, local_rate:
 
 /// Finds the taxability rule that fires for the facts' category and rates `amount` with it.
 fn rate_with(j: &Jurisdiction, facts: &FactSet, as_of: NaiveDate, amount: Decimal, state_rate: Decimal, local_rate: Decimal, mut trace: Option<&mut Vec<TraceStep>>) -> Result<Rated, EngineError> {
-    let cat = facts.get(Fact::category).ok_or_else(|| internal("no category"))? as usize;
-    let positions = j.by_category.get(cat).ok_or_else(|| internal("category out of range"))?;
+    let cat = facts.get(Fact::category).ok_or(Fault::Table("no category"))? as usize;
+    let positions = j.by_category.get(cat).ok_or(Fault::Table("category out of range"))?;
     for &pos in positions {
-        let r: &Rule<TaxOutcome> = j.taxability.get(pos as usize).ok_or_else(|| internal("rule index out of range"))?;
+        let r: &Rule<TaxOutcome> = j.taxability.get(pos as usize).ok_or(Fault::Table("rule index out of range"))?;
         if !r.covers(as_of) {
             if let Some(t) = trace.as_deref_mut() {
-                t.push(TraceStep { stage: "taxability", rule: Some(r.id.clone()), result: format!("not in force on {as_of}") });
+                t.push(TraceStep { stage: Stage::Taxability, rule: Some(r.id.clone()), result: format!("not in force on {as_of}") });
             }
             continue;
         }
         if !r.when.as_ref().is_none_or(|c| facts.holds(c)) {
             if let Some(t) = trace.as_deref_mut() {
-                t.push(TraceStep { stage: "taxability", rule: Some(r.id.clone()), result: "condition does not hold".into() });
+                t.push(TraceStep { stage: Stage::Taxability, rule: Some(r.id.clone()), result: "condition does not hold".into() });
             }
             continue;
         }
         let (outcome, tax, readings) = match &r.body {
-            RuleBody::Single(o) => (o.clone(), outcome_tax(o, amount, state_rate, local_rate).ok_or_else(|| internal("tax overflow"))?, vec![]),
+            RuleBody::Single(o) => (o.clone(), outcome_tax(o, amount, state_rate, local_rate).ok_or(Fault::TaxOverflow)?, vec![]),
             RuleBody::Alternatives(alts) => {
                 let mut readings = vec![];
                 let mut best: Option<(TaxOutcome, Decimal)> = None;
                 for (o, c) in alts {
-                    let t = outcome_tax(o, amount, state_rate, local_rate).ok_or_else(|| internal("tax overflow"))?;
+                    let t = outcome_tax(o, amount, state_rate, local_rate).ok_or(Fault::TaxOverflow)?;
                     readings.push((describe(o), t, c.clone()));
                     if best.as_ref().is_none_or(|(_, bt)| t > *bt) {
                         best = Some((o.clone(), t));
                     }
                 }
-                let (o, t) = best.ok_or_else(|| internal("an ambiguous rule without readings"))?;
+                let (o, t) = best.ok_or(Fault::NoReadings)?;
                 (o, t, readings)
             }
         };
         if let Some(t) = trace.as_deref_mut() {
-            t.push(TraceStep { stage: "taxability", rule: Some(r.id.clone()), result: format!("fired: {}", describe(&outcome)) });
+            t.push(TraceStep { stage: Stage::Taxability, rule: Some(r.id.clone()), result: format!("fired: {}", describe(&outcome)) });
         }
         return Ok(Rated { rule: pos as usize, outcome, tax, readings });
     }
-    Err(internal(format!("no taxability rule of {} covers category {} on {as_of}", j.code, CATEGORIES.get(cat).unwrap_or(&"?"))))
+    Err(Fault::NoTaxabilityRule { state: j.code, category: CATEGORIES.get(cat).copied().unwrap_or("?"), as_of }.into())
 }
 
 /// Runs the whole determination.
@@ -405,7 +576,7 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
 
     // Classification.
     let tt = facts.get(Fact::transaction_type).unwrap_or(3);
-    let tt_entry = cls.transaction_types.get(tt as usize).ok_or_else(|| internal("transaction type table"))?;
+    let tt_entry = cls.transaction_types.get(tt as usize).ok_or(Fault::Table("transaction type table"))?;
     let explicit_wt = facts.declared(Fact::work_type);
     let declared_dct = facts.declared(Fact::digital_content_type);
     let digital_good = Fact::transaction_type.def().kind.index_of("digital_good");
@@ -415,14 +586,14 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
         cx.advise("DIGITAL_CONTENT_TYPE_NOT_APPLIED", None);
     }
     let (wt, category, source) = match explicit_wt {
-        Some(w) => (w, cls.work_types.get(w as usize).ok_or_else(|| internal("work type table"))?.category, 0u16),
+        Some(w) => (w, cls.work_types.get(w as usize).ok_or(Fault::Table("work type table"))?.category, 0u16),
         None => (tt_entry.work_type, tt_entry.category, 1u16),
     };
     facts.set(Fact::work_type, wt);
     facts.set(Fact::work_type_source, source);
     facts.set(Fact::category, category);
-    let work_type_source = if source == 0 { "explicit" } else { "inferred" };
-    cx.trace("classification", None, format!(
+    let work_type_source = if source == 0 { WorkTypeSource::Explicit } else { WorkTypeSource::Inferred };
+    cx.trace(Stage::Classification, None, format!(
         "transaction_type {} → work_type {} ({work_type_source}) → category {}",
         name(&TRANSACTION_TYPES, Some(tt)), name(&WORK_TYPES, Some(wt)), name(&CATEGORIES, Some(category))
     ));
@@ -434,7 +605,7 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
     for r in &cls.reclassify {
         if facts.holds(&r.when) {
             facts.set(Fact::category, r.category);
-            cx.trace("classification", Some(&r.id), format!("reclassified as {}", name(&CATEGORIES, Some(r.category))));
+            cx.trace(Stage::Classification, Some(&r.id), format!("reclassified as {}", name(&CATEGORIES, Some(r.category))));
             for a in &r.advisories {
                 cx.advise(a, None);
             }
@@ -444,7 +615,7 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
         }
     }
     let category = facts.get(Fact::category).unwrap_or(category);
-    let cat_entry = cls.categories.get(category as usize).ok_or_else(|| internal("category table"))?;
+    let cat_entry = cls.categories.get(category as usize).ok_or(Fault::Table("category table"))?;
     let classification_basis = if source == 0 {
         format!("explicit work_type {}", name(&WORK_TYPES, Some(wt)))
     } else {
@@ -452,7 +623,7 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
     };
 
     let j = reg.jurisdiction(req.buyer_state).ok_or_else(|| EngineError::input("buyer_state", "this rule set has no rules for the state"))?;
-    let state_rate_entry = in_force(&j.state_rate, as_of).ok_or_else(|| internal(format!("no {} state rate on {as_of}", j.code)))?;
+    let state_rate_entry = in_force(&j.state_rate, as_of).ok_or(Fault::NoStateRate { state: j.code, as_of })?;
     let state_rate = state_rate_entry.value;
 
     // Sourcing.
@@ -460,12 +631,12 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
         .sourcing
         .iter()
         .find(|r| r.covers(as_of) && r.when.as_ref().is_none_or(|c| facts.holds(c)))
-        .ok_or_else(|| internal(format!("no {} sourcing rule on {as_of}", j.code)))?;
+        .ok_or(Fault::NoSourcingRule { state: j.code, as_of })?;
     let sourcing = match &src_rule.body {
         RuleBody::Single(s) => *s,
         RuleBody::Alternatives(a) => a.first().map(|x| x.0).unwrap_or(Sourcing::Destination),
     };
-    cx.trace("sourcing", Some(&src_rule.id), sourcing.as_str());
+    cx.trace(Stage::Sourcing, Some(&src_rule.id), sourcing.as_str());
     let sourced_zip = match sourcing {
         Sourcing::Origin => match &req.seller_zip {
             Some(z) => Some(z.clone()),
@@ -511,14 +682,14 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
         Some(l) => format!("{l}, {}", j.code),
         None => j.name.clone(),
     };
-    cx.trace("rates", None, format!("state {} + local {} = {} ({jurisdiction})", pct(state_rate), pct(local_rate), pct(combined_rate)));
+    cx.trace(Stage::Rates, None, format!("state {} + local {} = {} ({jurisdiction})", pct(state_rate), pct(local_rate), pct(combined_rate)));
 
     // Taxability, leg by leg.
     let mut legs = vec![];
     let mut dct_rule = None;
     let outside = cat_entry.outside_sales_tax;
     if outside {
-        cx.trace("taxability", None, format!("category {} is outside sales tax", name(&CATEGORIES, Some(category))));
+        cx.trace(Stage::Taxability, None, format!("category {} is outside sales tax", name(&CATEGORIES, Some(category))));
         cx.advise("ROUTED_TO_GAINS_TRACKER", None);
     } else {
         let leg_plan: Vec<(&'static str, Decimal)> = match (req.itemized, facts.flag(Fact::separately_itemized), name(&CATEGORIES, Some(category))) {
@@ -532,7 +703,7 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
         if let (Some(p), Some(a)) = (photo, art) {
             if rating_facts.declared(Fact::digital_content_type) == Some(p) && !j.content_types_named.contains(&p) {
                 rating_facts.set(Fact::digital_content_type, a);
-                cx.trace("classification", None, format!("{} has no photograph rule; rated as art_image", j.code));
+                cx.trace(Stage::Classification, None, format!("{} has no photograph rule; rated as art_image", j.code));
             }
         }
         for (leg_name, leg_amount) in leg_plan {
@@ -549,9 +720,9 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
             }
             let (leg_state, leg_local, base_share, result, reason) = match &rated.outcome {
                 TaxOutcome::Taxable { state_rate: sr, base_share, with_local } => {
-                    (sr.unwrap_or(state_rate), if *with_local { local_rate } else { Decimal::ZERO }, *base_share, "taxable".to_string(), None)
+                    (sr.unwrap_or(state_rate), if *with_local { local_rate } else { Decimal::ZERO }, *base_share, LegResult::Taxable, None)
                 }
-                TaxOutcome::Exempt { kind, reason } => (Decimal::ZERO, Decimal::ZERO, Decimal::ONE, kind.clone(), Some(reason.clone())),
+                TaxOutcome::Exempt { kind, reason } => (Decimal::ZERO, Decimal::ZERO, Decimal::ONE, LegResult::Exempt(kind.clone()), Some(reason.clone())),
             };
             let mut rule_mentions_dct = false;
             if let Some(w) = &rule.when {
@@ -619,25 +790,25 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
 
     // Nexus-independent (special) taxes, levied on the buyer where the buyer is.
     let mut special = vec![];
-    let role_seller = facts.get(Fact::role) == Some(0);
+    let role_seller = Role::of(&facts) == Role::Seller;
     let has_nexus = input.nexus.is_some_and(|n| n.get(&req.buyer_state).copied().unwrap_or(false));
     if !outside {
         if let Some(zip) = &req.buyer_zip {
             for s in reg.special_taxes.iter().filter(|s| s.state == req.buyer_state && s.zips.iter().any(|z| z == zip)) {
                 if !s.when.as_ref().is_none_or(|c| facts.holds(c)) {
-                    cx.trace("special_tax", Some(&s.id), "condition does not hold");
+                    cx.trace(Stage::SpecialTax, Some(&s.id), "condition does not hold");
                     continue;
                 }
                 let Some(rate) = in_force(&s.rates, as_of) else {
-                    cx.trace("special_tax", Some(&s.id), format!("not in force on {as_of}"));
+                    cx.trace(Stage::SpecialTax, Some(&s.id), format!("not in force on {as_of}"));
                     continue;
                 };
                 if s.requires_seller_nexus && role_seller && !has_nexus {
-                    cx.trace("special_tax", Some(&s.id), "requires seller nexus");
+                    cx.trace(Stage::SpecialTax, Some(&s.id), "requires seller nexus");
                     continue;
                 }
-                let tax = money::tax(req.amount, rate.value).ok_or_else(|| internal("tax overflow"))?;
-                cx.trace("special_tax", Some(&s.id), format!("fired: {} of {}", pct(rate.value), req.amount));
+                let tax = money::tax(req.amount, rate.value).ok_or(Fault::TaxOverflow)?;
+                cx.trace(Stage::SpecialTax, Some(&s.id), format!("fired: {} of {}", pct(rate.value), req.amount));
                 cx.advise("SPECIAL_TAX_APPLIED", Some(buyer_code));
                 let loc = reg.zips.get(zip).map(|z| format!("{}, {}", z.locality, j.code)).unwrap_or_else(|| j.name.clone());
                 special.push(SpecialLeg { id: s.id.clone(), name: s.name.clone(), locality: loc, rate: rate.value, tax, citation: rate.citation.clone() });
@@ -647,20 +818,20 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
 
     // Role, nexus, marketplace, exemption certificate, remittance.
     let mut final_determination = if outside {
-        "outside_sales_tax".to_string()
-    } else if legs.iter().any(|l| l.result == "taxable") {
-        "taxable".to_string()
+        FinalDetermination::OutsideSalesTax
+    } else if legs.iter().any(|l| l.result.is_taxable()) {
+        FinalDetermination::Taxable
     } else {
-        legs.first().map(|l| l.result.clone()).unwrap_or_else(|| "not_taxable".into())
+        FinalDetermination::Exempt(legs.first().map(|l| l.result.as_str().to_string()).unwrap_or_else(|| "not_taxable".into()))
     };
     let mut own_tax = tax_due;
     let mut exemption_certificate = None;
     if let (Some(cert), false) = (&req.exemption_certificate, outside) {
         own_tax = Decimal::ZERO;
         exemption_certificate = Some(cert.clone());
-        final_determination = "exemption_certificate".into();
+        final_determination = FinalDetermination::ExemptionCertificate;
         cx.advise("EXEMPTION_CERTIFICATE_APPLIED", Some(buyer_code));
-        cx.trace("exemption", None, "exemption certificate given: sales/use tax not charged");
+        cx.trace(Stage::Exemption, None, "exemption certificate given: sales/use tax not charged");
     }
     let mut special_total: Decimal = special.iter().map(|s| s.tax).sum();
     let (mut sales_tax, mut use_tax, mut seller_remitting) = (None, None, None);
@@ -674,13 +845,13 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
             counts_toward = Some(mf.value.facilitated_sales_count != FacilitatedCount::Excluded);
             own_tax = Decimal::ZERO;
             cx.advise("MARKETPLACE_FACILITATOR_COLLECTS", Some(buyer_code));
-            cx.trace("marketplace", None, format!("facilitator collects in {} ({})", j.code, mf.citation.cite));
+            cx.trace(Stage::Marketplace, None, format!("facilitator collects in {} ({})", j.code, mf.citation.cite));
         } else if !has_nexus && !outside {
             tax_if_nexus = Some(own_tax);
             own_tax = Decimal::ZERO;
-            final_determination = "no_nexus".into();
+            final_determination = FinalDetermination::NoNexus;
             cx.advise("NEXUS_WARNING", Some(buyer_code));
-            cx.trace("nexus", None, format!("no nexus in {}: sales tax 0 (would be {})", j.code, tax_if_nexus.unwrap_or_default()));
+            cx.trace(Stage::Nexus, None, format!("no nexus in {}: sales tax 0 (would be {})", j.code, tax_if_nexus.unwrap_or_default()));
         }
         sales_tax = Some(own_tax);
     } else {
@@ -688,7 +859,7 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
             own_tax = Decimal::ZERO;
             special_total = Decimal::ZERO;
             cx.advise("SELLER_REMITTED", Some(buyer_code));
-            cx.trace("remittance", None, "seller collected and remitted: no use tax due");
+            cx.trace(Stage::Remittance, None, "seller collected and remitted: no use tax due");
         }
         seller_remitting = req.seller_remitting;
         use_tax = Some(own_tax);
@@ -723,28 +894,23 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
     // Routing: who receives what the caller owes.
     let mut routing = vec![];
     if outside {
-        routing.push(Routing { kind: "capital_gains", amount: Decimal::ZERO, destination: cat_entry.route.clone().unwrap_or_else(|| "gains_tracker".into()), jurisdiction: "federal".into() });
+        routing.push(Routing { kind: RoutingKind::CapitalGains, amount: Decimal::ZERO, destination: cat_entry.route.clone().unwrap_or_else(|| "gains_tracker".into()), jurisdiction: "federal".into() });
     }
     if own_tax > Decimal::ZERO {
         routing.push(Routing {
-            kind: if role_seller { "sales_tax" } else { "use_tax" },
+            kind: if role_seller { RoutingKind::SalesTax } else { RoutingKind::UseTax },
             amount: own_tax,
             destination: format!("{} tax authority", j.name),
             jurisdiction: jurisdiction.clone(),
         });
     }
     for s in special.iter().filter(|s| s.tax > Decimal::ZERO) {
-        routing.push(Routing { kind: "special_tax", amount: s.tax, destination: s.name.clone(), jurisdiction: s.locality.clone() });
+        routing.push(Routing { kind: RoutingKind::SpecialTax, amount: s.tax, destination: s.name.clone(), jurisdiction: s.locality.clone() });
     }
 
     let penalty: u32 = cx.factors.iter().map(|(_, p)| *p).sum();
     let confidence_score = 100u32.saturating_sub(penalty);
-    let confidence_level = match confidence_score {
-        100 => "complete",
-        85..=99 => "high",
-        60..=84 => "partial",
-        _ => "minimal",
-    };
+    let confidence_level = ConfidenceLevel::of(confidence_score);
     let mut confidence_factors: Vec<String> = cx.factors.iter().map(|(f, _)| f.clone()).collect();
     if confidence_factors.is_empty() {
         confidence_factors.push("every fact needed was declared and every rule applied is settled law".into());
@@ -754,7 +920,7 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
         as_of,
         engine_version: reg.engine_version.clone(),
         rules_version: reg.version.clone(),
-        role: if role_seller { "seller" } else { "buyer" },
+        role: if role_seller { Role::Seller } else { Role::Buyer },
         amount: req.amount,
         buyer_state: buyer_code,
         buyer_state_name: j.name.clone(),

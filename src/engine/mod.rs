@@ -9,5 +9,5 @@ pub mod render;
 pub mod request;
 pub mod samples;
 
-pub use determine::{determine, Determination, EngineError, Input};
+pub use determine::{determine, Determination, EngineError, Fault, FinalDetermination, Input, LegResult, Role};
 pub use request::{parse_request, FieldError, Request};
