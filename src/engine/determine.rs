@@ -73,7 +73,7 @@ impl From<Fault> for EngineError {
 }
 
 impl EngineError {
-    /// One request field the engine cannot answer as sent (see `tests/api/errors.rs`, which drives each of these
+    /// One request field the engine cannot answer as sent (see `tests/api/engine_input.rs`, which drives each of these
     /// through HTTP; it finds them by this constructor's name, so use it for every one).
     fn input(field: &str, message: impl Into<String>) -> EngineError {
         EngineError::Input(vec![FieldError { field: field.into(), message: message.into() }])
