@@ -64,7 +64,7 @@ pub fn run_case(reg: &Registry, case: &Case) -> CaseOutcome {
         }
         (Ok(det), None) => det,
     };
-    let taxable_amount: Decimal = det.legs.iter().filter(|l| l.result == "taxable").map(|l| l.taxable_amount).sum();
+    let taxable_amount: Decimal = det.legs.iter().filter(|l| l.result.is_taxable()).map(|l| l.taxable_amount).sum();
     let tracking = det.tracking_1099.as_ref();
     for (key, want, _) in &case.expect {
         let got: Value = match key.as_str() {
@@ -81,7 +81,7 @@ pub fn run_case(reg: &Registry, case: &Case) -> CaseOutcome {
             "use_tax" => det.use_tax.map_or(Value::Null, crate::engine::render::num),
             "threshold_1099" => tracking.map_or(Value::Null, |t| crate::engine::render::num(t.threshold)),
             "threshold_exceeded" => tracking.map_or(Value::Null, |t| Value::Bool(t.threshold_exceeded)),
-            "final_determination" => Value::String(det.final_determination.clone()),
+            "final_determination" => Value::String(det.final_determination.to_string()),
             "jurisdiction" => Value::String(det.jurisdiction.clone()),
             "confidence_level" => Value::String(det.confidence_level.to_string()),
             "collected_by_marketplace" => Value::Bool(det.collected_by_marketplace),

@@ -189,3 +189,31 @@ fn the_binary_runs_from_anywhere() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).starts_with(&format!("error: no rules directory at {}", missing.display())), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// `levy rules explain --request` reads a YAML request file as it reads the same request in JSON, and names the
+/// file and line of a request that is neither.
+#[test]
+fn explain_reads_a_yaml_request_file() {
+    let rules = common::rules_dir();
+    let tmp = tempfile::tempdir().unwrap();
+    let explain = |request: &str| {
+        let args = ["--as-of", "2026-03-01", "--nexus", "WA", "--json", "--request", request];
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy")).args(["rules", "explain", "--rules"]).arg(&rules).args(args).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let yaml = tmp.path().join("request.yaml");
+    std::fs::write(&yaml, "# a sale into Seattle\namount: 1000.50\nbuyer_state: WA\nbuyer_zip: \"98101\"\ntransaction_type: saas\ncounterparty_id: c-1\nis_b2b: true\nnexus_override:\n  WA: {hasNexus: true}\n").unwrap();
+    let from_json = explain(r#"{"amount":1000.50,"buyer_state":"WA","buyer_zip":"98101","transaction_type":"saas","counterparty_id":"c-1","is_b2b":true,"nexus_override":{"WA":{"hasNexus":true}}}"#);
+    let from_yaml = explain(yaml.to_str().unwrap());
+    assert_eq!(from_json.0, Some(0), "{}", from_json.2);
+    assert_eq!(from_yaml, from_json);
+    let body: Value = serde_json::from_str(&from_yaml.1).unwrap();
+    assert_eq!((body["buyer_zip"].as_str(), body["is_b2b"].as_bool()), (Some("98101"), Some(true)));
+
+    let bad = tmp.path().join("bad.yaml");
+    std::fs::write(&bad, "amount: 100\nbuyer_state: [WA\n").unwrap();
+    let (code, stdout, stderr) = explain(bad.to_str().unwrap());
+    assert_eq!((code, stdout.as_str()), (Some(2), ""));
+    assert!(stderr.starts_with("error: the request is neither JSON nor YAML:\nerror[R001]: invalid YAML"), "{stderr}");
+    assert!(stderr.contains("bad.yaml:"), "{stderr}");
+}

@@ -3,16 +3,32 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::engine::determine::pct;
 use crate::engine::{self, render, Determination, EngineError};
+use crate::rules::diag::{Severity, SourceMap};
 use crate::rules::schema::state_index;
+use crate::rules::{cases, yaml};
 
+/// The request as JSON: `arg` itself when it is a JSON object, else the JSON or YAML file it names.
 fn read_request(arg: &str) -> Result<Value, String> {
-    let text = if arg.trim_start().starts_with('{') { arg.to_string() } else { std::fs::read_to_string(arg).map_err(|e| format!("cannot read {arg}: {e}"))? };
-    serde_json::from_str(&text).or_else(|_| serde_yaml::from_str::<Value>(&text)).map_err(|e| format!("the request is neither JSON nor YAML: {e}"))
+    let inline = arg.trim_start().starts_with('{');
+    let text = if inline { arg.to_string() } else { std::fs::read_to_string(arg).map_err(|e| format!("cannot read {arg}: {e}"))? };
+    if let Ok(v) = serde_json::from_str(&text) {
+        return Ok(v);
+    }
+    let name: Arc<str> = if inline { "--request".into() } else { arg.into() };
+    let errors = match yaml::parse(&name, &text) {
+        Ok((node, diags)) if !diags.iter().any(|d| d.severity == Severity::Error) => return Ok(cases::to_json(&node)),
+        Ok((_, diags)) | Err(diags) => diags,
+    };
+    let mut sources = SourceMap::default();
+    sources.add(&name, &text);
+    let rendered: String = errors.iter().filter(|d| d.severity == Severity::Error).map(|d| sources.render(d)).collect();
+    Err(format!("the request is neither JSON nor YAML:\n{}", rendered.trim_end()))
 }
 
 pub fn explain(rules: &Path, request: &str, as_of: Option<&str>, nexus: Option<&str>, json: bool) -> u8 {
@@ -86,7 +102,7 @@ pub fn explain_text(det: &Determination) -> String {
     }
     for l in &det.legs {
         let _ = writeln!(s, "   leg {}: {} USD", l.name, l.amount);
-        let _ = writeln!(s, "   rule {} fired: {}", l.rule_id, if l.result == "taxable" { format!("taxable on {}% of base at {}", (l.base_share * rust_decimal::Decimal::from(100)).normalize(), pct(l.rate)) } else { format!("exempt as {}: {}", l.result, l.reason.clone().unwrap_or_default()) });
+        let _ = writeln!(s, "   rule {} fired: {}", l.rule_id, if l.result.is_taxable() { format!("taxable on {}% of base at {}", (l.base_share * rust_decimal::Decimal::from(100)).normalize(), pct(l.rate)) } else { format!("exempt as {}: {}", l.result, l.reason.clone().unwrap_or_default()) });
         let _ = writeln!(s, "     cite: {}", l.citation.cite);
         if let Some(n) = &l.note {
             let _ = writeln!(s, "     note: {n}");
@@ -94,7 +110,7 @@ pub fn explain_text(det: &Determination) -> String {
         for (reading, tax, c) in &l.readings {
             let _ = writeln!(s, "     reading: {reading} → {tax} [{}]", c.cite);
         }
-        if l.result == "taxable" {
+        if l.result.is_taxable() {
             let _ = writeln!(s, "     tax = {} × {} = {}", l.taxable_amount, pct(l.rate), l.tax);
         }
     }

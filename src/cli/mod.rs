@@ -7,31 +7,12 @@ use std::path::Path;
 
 use chrono::NaiveDate;
 
-use crate::rules::diag::{Diagnostic, Severity, SourceMap};
-use crate::rules::{cases, load::load_dir_with, Registry};
+use crate::rules::cases;
+use crate::rules::load::{load_or_report, print_diagnostics};
 use crate::scenarios::run_case;
 
 pub use diff::{diff, diff_report};
 pub use explain::{explain, explain_text};
-
-/// Loads a registry, printing diagnostics; `None` when there were errors.
-pub fn load_or_report(dir: &Path) -> Option<(Registry, SourceMap)> {
-    // LEVY_PARTIAL_RULES=1 lets a directory still being written load without all 51 jurisdictions.
-    let partial = std::env::var("LEVY_PARTIAL_RULES").is_ok_and(|v| v == "1");
-    let (reg, diags, sources) = load_dir_with(dir, partial);
-    print_diagnostics(&diags, &sources);
-    reg.map(|r| (r, sources))
-}
-
-pub fn print_diagnostics(diags: &[Diagnostic], sources: &SourceMap) {
-    for d in diags {
-        eprintln!("{}", sources.render(d));
-    }
-    let errors = diags.iter().filter(|d| d.severity == Severity::Error).count();
-    if errors > 0 {
-        eprintln!("{errors} error{} found", if errors == 1 { "" } else { "s" });
-    }
-}
 
 pub fn check(dir: &Path) -> u8 {
     let Some((reg, mut sources)) = load_or_report(dir) else { return 1 };

@@ -1,6 +1,9 @@
-//! From validated request facts to the full determination: classification, sourcing, rates,
-//! taxability (with ambiguity and digital-content counterfactuals), role, nexus, marketplace,
-//! nexus-independent taxes, 1099 tracking, confidence and advisories, with a trace throughout.
+//! From validated request facts to the full determination, in stages (each a function below, run in
+//! order by [`determine`]): `classify` → `source` → `rate_layers` → `rate_legs` (taxability leg by
+//! leg, ambiguity) → `digital_content_counterfactuals` → `special_taxes` (nexus-independent) →
+//! `remit` (role, nexus, marketplace, exemption certificate) → `track_1099` → `fact_advisories` →
+//! `route` → `confidence`. The stages share one context that gathers advisories, the trace and the
+//! confidence factors in the order they arise.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +14,7 @@ use super::facts::FactSet;
 use super::money;
 use super::request::{state_code, FieldError, Request};
 use crate::rules::ast::{Sourcing, TaxOutcome};
-use crate::rules::registry::{in_force, Citation, FacilitatedCount, Jurisdiction, Registry, Rule, RuleBody};
+use crate::rules::registry::{in_force, CategoryEntry, Citation, Dated, FacilitatedCount, Jurisdiction, Registry, Rule, RuleBody};
 use crate::rules::schema::{Fact, CATEGORIES, DIGITAL_CONTENT_TYPES, TRANSACTION_TYPES, WORK_TYPES};
 
 /// What the engine needs besides the request.
@@ -33,11 +36,44 @@ pub enum EngineError {
     /// date is the server's (a fault of the deployment, answered 500); in the CLI it is `--as-of`.
     BeforeCoverage { as_of: NaiveDate, coverage_from: NaiveDate },
     /// A registry or arithmetic failure; a bug, never the caller's fault.
-    Internal(String),
+    Internal(Fault),
+}
+
+/// What went wrong inside the engine: a registry that lacks what a checked one always has, or arithmetic out
+/// of range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// A table the facts index into lacks the entry (the text names the table or the index).
+    Table(&'static str),
+    TaxOverflow,
+    /// An ambiguous rule without any reading.
+    NoReadings,
+    NoStateRate { state: &'static str, as_of: NaiveDate },
+    NoSourcingRule { state: &'static str, as_of: NaiveDate },
+    NoTaxabilityRule { state: &'static str, category: &'static str, as_of: NaiveDate },
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Table(what) => write!(f, "{what}"),
+            Fault::TaxOverflow => write!(f, "tax overflow"),
+            Fault::NoReadings => write!(f, "an ambiguous rule without readings"),
+            Fault::NoStateRate { state, as_of } => write!(f, "no {state} state rate on {as_of}"),
+            Fault::NoSourcingRule { state, as_of } => write!(f, "no {state} sourcing rule on {as_of}"),
+            Fault::NoTaxabilityRule { state, category, as_of } => write!(f, "no taxability rule of {state} covers category {category} on {as_of}"),
+        }
+    }
+}
+
+impl From<Fault> for EngineError {
+    fn from(f: Fault) -> EngineError {
+        EngineError::Internal(f)
+    }
 }
 
 impl EngineError {
-    /// One request field the engine cannot answer as sent (see `tests/api/errors.rs`, which drives each of these
+    /// One request field the engine cannot answer as sent (see `tests/api/engine_input.rs`, which drives each of these
     /// through HTTP; it finds them by this constructor's name, so use it for every one).
     fn input(field: &str, message: impl Into<String>) -> EngineError {
         EngineError::Input(vec![FieldError { field: field.into(), message: message.into() }])
@@ -54,6 +90,148 @@ impl std::fmt::Display for EngineError {
             EngineError::BeforeCoverage { as_of, coverage_from } => write!(f, "as of {as_of}: the rules cover dates from {coverage_from}"),
             EngineError::Internal(msg) => write!(f, "{msg}"),
         }
+    }
+}
+
+/// Text enums of the determination: `as_str` is the text the bodies carry, `Display` writes it (padded as
+/// asked).
+macro_rules! text_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vm])* $variant),+
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// The caller's side of the sale.
+    Role { Seller => "seller", Buyer => "buyer" }
+}
+
+impl Role {
+    /// Seller exactly when the facts hold `role: seller`.
+    fn of(facts: &FactSet) -> Role {
+        if facts.get(Fact::role) == Some(0) { Role::Seller } else { Role::Buyer }
+    }
+}
+
+text_enum! {
+    /// Whether the work type was given or inferred from the transaction type.
+    WorkTypeSource { Explicit => "explicit", Inferred => "inferred" }
+}
+
+text_enum! {
+    /// The confidence score's band.
+    ConfidenceLevel { Complete => "complete", High => "high", Partial => "partial", Minimal => "minimal" }
+}
+
+impl ConfidenceLevel {
+    fn of(score: u32) -> ConfidenceLevel {
+        match score {
+            100 => ConfidenceLevel::Complete,
+            85..=99 => ConfidenceLevel::High,
+            60..=84 => ConfidenceLevel::Partial,
+            _ => ConfidenceLevel::Minimal,
+        }
+    }
+}
+
+text_enum! {
+    /// What a routed amount is.
+    RoutingKind { CapitalGains => "capital_gains", SalesTax => "sales_tax", UseTax => "use_tax", SpecialTax => "special_tax" }
+}
+
+text_enum! {
+    /// The stage of the determination a trace step belongs to.
+    Stage {
+        Classification => "classification",
+        Sourcing => "sourcing",
+        Rates => "rates",
+        Taxability => "taxability",
+        SpecialTax => "special_tax",
+        Exemption => "exemption",
+        Marketplace => "marketplace",
+        Nexus => "nexus",
+        Remittance => "remittance",
+    }
+}
+
+/// A leg's taxability: taxable, or exempt as the type the rule names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LegResult {
+    Taxable,
+    Exempt(String),
+}
+
+impl LegResult {
+    pub fn as_str(&self) -> &str {
+        match self {
+            LegResult::Taxable => "taxable",
+            LegResult::Exempt(kind) => kind,
+        }
+    }
+
+    pub fn is_taxable(&self) -> bool {
+        *self == LegResult::Taxable
+    }
+}
+
+impl std::fmt::Display for LegResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// The determination's one-word answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FinalDetermination {
+    /// Some leg is taxable and the caller owes (or would owe, but for a marketplace) the tax.
+    Taxable,
+    /// No leg is taxable: the first leg's exemption type.
+    Exempt(String),
+    OutsideSalesTax,
+    ExemptionCertificate,
+    /// A seller without nexus in the buyer's state, which owes nothing there.
+    NoNexus,
+}
+
+impl FinalDetermination {
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinalDetermination::Taxable => "taxable",
+            FinalDetermination::Exempt(kind) => kind,
+            FinalDetermination::OutsideSalesTax => "outside_sales_tax",
+            FinalDetermination::ExemptionCertificate => "exemption_certificate",
+            FinalDetermination::NoNexus => "no_nexus",
+        }
+    }
+}
+
+impl std::fmt::Display for FinalDetermination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for FinalDetermination {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
     }
 }
 
@@ -87,8 +265,8 @@ pub struct Leg {
     pub rate: Decimal,
     pub tax: Decimal,
     pub rule_id: String,
-    /// `taxable` or the exemption type.
-    pub result: String,
+    pub result: LegResult,
+    /// The exemption's reason: `Some` exactly when the leg is exempt.
     pub reason: Option<String>,
     pub citation: Citation,
     pub note: Option<String>,
@@ -108,7 +286,7 @@ pub struct SpecialLeg {
 
 #[derive(Clone, Debug)]
 pub struct TraceStep {
-    pub stage: &'static str,
+    pub stage: Stage,
     pub rule: Option<String>,
     pub result: String,
 }
@@ -126,7 +304,7 @@ pub struct Tracking1099 {
 
 #[derive(Clone, Debug)]
 pub struct Routing {
-    pub kind: &'static str,
+    pub kind: RoutingKind,
     pub amount: Decimal,
     pub destination: String,
     pub jurisdiction: String,
@@ -137,7 +315,7 @@ pub struct Determination {
     pub as_of: NaiveDate,
     pub engine_version: String,
     pub rules_version: String,
-    pub role: &'static str,
+    pub role: Role,
     pub amount: Decimal,
     pub buyer_state: &'static str,
     pub buyer_state_name: String,
@@ -148,7 +326,7 @@ pub struct Determination {
     pub transaction_type: &'static str,
     pub input_work_type: Option<&'static str>,
     pub work_type: &'static str,
-    pub work_type_source: &'static str,
+    pub work_type_source: WorkTypeSource,
     pub work_type_label: String,
     pub category: &'static str,
     pub category_label: String,
@@ -188,12 +366,12 @@ pub struct Determination {
     pub exemption_certificate: Option<String>,
     pub tax_if_nexus: Option<Decimal>,
     pub total_tax: Decimal,
-    pub final_determination: String,
+    pub final_determination: FinalDetermination,
     pub tracking_1099: Option<Tracking1099>,
     /// Where in `advisories` the 1099 threshold advisory goes (the only advisory the 1099 figures decide).
     pub information_return_at: usize,
     pub confidence_score: u32,
-    pub confidence_level: &'static str,
+    pub confidence_level: ConfidenceLevel,
     pub confidence_factors: Vec<String>,
     pub advisories: Vec<Advisory>,
     pub routing: Vec<Routing>,
@@ -212,13 +390,13 @@ impl Determination {
 
     /// The state leg's rate as applied (a rule may replace the state rate, e.g. 3% in place of 6%).
     pub fn applied_state_rate(&self) -> Decimal {
-        self.legs.iter().find(|l| l.result == "taxable").map_or(self.state_rate, |l| l.state_rate)
+        self.legs.iter().find(|l| l.result.is_taxable()).map_or(self.state_rate, |l| l.state_rate)
     }
 
     /// The combined rate as applied to the taxable base: the state leg as applied plus the local
     /// layers that apply; the jurisdiction's general rate when nothing is taxable.
     pub fn applied_combined_rate(&self) -> Decimal {
-        self.legs.iter().find(|l| l.result == "taxable").map_or(self.combined_rate, |l| l.rate)
+        self.legs.iter().find(|l| l.result.is_taxable()).map_or(self.combined_rate, |l| l.rate)
     }
 
     pub fn advisory_codes(&self) -> Vec<&str> {
@@ -251,8 +429,14 @@ impl Determination {
     }
 }
 
+/// What every stage reads (the registry, the request, the date) and what they gather in order: advisories, the
+/// trace and the confidence factors.
 struct Ctx<'a> {
     reg: &'a Registry,
+    req: &'a Request,
+    as_of: NaiveDate,
+    /// The buyer's state code, which state-specific advisories name.
+    buyer: &'static str,
     advisories: Vec<Advisory>,
     trace: Vec<TraceStep>,
     factors: Vec<(String, u32)>,
@@ -266,7 +450,12 @@ impl Ctx<'_> {
         self.advisories.push(advisory(self.reg, code, state));
     }
 
-    fn trace(&mut self, stage: &'static str, rule: Option<&str>, result: impl Into<String>) {
+    /// An advisory about the buyer's state.
+    fn advise_buyer(&mut self, code: &str) {
+        self.advise(code, Some(self.buyer));
+    }
+
+    fn trace(&mut self, stage: Stage, rule: Option<&str>, result: impl Into<String>) {
         self.trace.push(TraceStep { stage, rule: rule.map(str::to_string), result: result.into() });
     }
 
@@ -308,10 +497,6 @@ fn name(list: &'static [&'static str], i: Option<u16>) -> &'static str {
     i.and_then(|i| list.get(i as usize).copied()).unwrap_or("unknown")
 }
 
-fn internal(msg: impl Into<String>) -> EngineError {
-    EngineError::Internal(msg.into())
-}
-
 /// The outcome of one taxability evaluation.
 struct Rated {
     rule: usize,
@@ -351,61 +536,172 @@ fn outcome_tax(o: &TaxOutcome, amount: Decimal, state_rate: Decimal, local_rate:
 
 /// Finds the taxability rule that fires for the facts' category and rates `amount` with it.
 fn rate_with(j: &Jurisdiction, facts: &FactSet, as_of: NaiveDate, amount: Decimal, state_rate: Decimal, local_rate: Decimal, mut trace: Option<&mut Vec<TraceStep>>) -> Result<Rated, EngineError> {
-    let cat = facts.get(Fact::category).ok_or_else(|| internal("no category"))? as usize;
-    let positions = j.by_category.get(cat).ok_or_else(|| internal("category out of range"))?;
+    let cat = facts.get(Fact::category).ok_or(Fault::Table("no category"))? as usize;
+    let positions = j.by_category.get(cat).ok_or(Fault::Table("category out of range"))?;
     for &pos in positions {
-        let r: &Rule<TaxOutcome> = j.taxability.get(pos as usize).ok_or_else(|| internal("rule index out of range"))?;
+        let r: &Rule<TaxOutcome> = j.taxability.get(pos as usize).ok_or(Fault::Table("rule index out of range"))?;
         if !r.covers(as_of) {
             if let Some(t) = trace.as_deref_mut() {
-                t.push(TraceStep { stage: "taxability", rule: Some(r.id.clone()), result: format!("not in force on {as_of}") });
+                t.push(TraceStep { stage: Stage::Taxability, rule: Some(r.id.clone()), result: format!("not in force on {as_of}") });
             }
             continue;
         }
         if !r.when.as_ref().is_none_or(|c| facts.holds(c)) {
             if let Some(t) = trace.as_deref_mut() {
-                t.push(TraceStep { stage: "taxability", rule: Some(r.id.clone()), result: "condition does not hold".into() });
+                t.push(TraceStep { stage: Stage::Taxability, rule: Some(r.id.clone()), result: "condition does not hold".into() });
             }
             continue;
         }
         let (outcome, tax, readings) = match &r.body {
-            RuleBody::Single(o) => (o.clone(), outcome_tax(o, amount, state_rate, local_rate).ok_or_else(|| internal("tax overflow"))?, vec![]),
+            RuleBody::Single(o) => (o.clone(), outcome_tax(o, amount, state_rate, local_rate).ok_or(Fault::TaxOverflow)?, vec![]),
             RuleBody::Alternatives(alts) => {
                 let mut readings = vec![];
                 let mut best: Option<(TaxOutcome, Decimal)> = None;
                 for (o, c) in alts {
-                    let t = outcome_tax(o, amount, state_rate, local_rate).ok_or_else(|| internal("tax overflow"))?;
+                    let t = outcome_tax(o, amount, state_rate, local_rate).ok_or(Fault::TaxOverflow)?;
                     readings.push((describe(o), t, c.clone()));
                     if best.as_ref().is_none_or(|(_, bt)| t > *bt) {
                         best = Some((o.clone(), t));
                     }
                 }
-                let (o, t) = best.ok_or_else(|| internal("an ambiguous rule without readings"))?;
+                let (o, t) = best.ok_or(Fault::NoReadings)?;
                 (o, t, readings)
             }
         };
         if let Some(t) = trace.as_deref_mut() {
-            t.push(TraceStep { stage: "taxability", rule: Some(r.id.clone()), result: format!("fired: {}", describe(&outcome)) });
+            t.push(TraceStep { stage: Stage::Taxability, rule: Some(r.id.clone()), result: format!("fired: {}", describe(&outcome)) });
         }
         return Ok(Rated { rule: pos as usize, outcome, tax, readings });
     }
-    Err(internal(format!("no taxability rule of {} covers category {} on {as_of}", j.code, CATEGORIES.get(cat).unwrap_or(&"?"))))
+    Err(Fault::NoTaxabilityRule { state: j.code, category: CATEGORIES.get(cat).copied().unwrap_or("?"), as_of }.into())
 }
 
-/// Runs the whole determination.
+/// Runs the whole determination, stage by stage.
 pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineError> {
     let req = input.request;
     let as_of = input.as_of;
     if as_of < reg.coverage_from {
         return Err(EngineError::BeforeCoverage { as_of, coverage_from: reg.coverage_from });
     }
-    let mut cx = Ctx { reg, advisories: vec![], trace: vec![], factors: vec![] };
-    let mut facts = req.facts.clone();
-    let cls = &reg.classification;
-    let buyer_code = state_code(req.buyer_state);
+    let mut cx = Ctx { reg, req, as_of, buyer: state_code(req.buyer_state), advisories: vec![], trace: vec![], factors: vec![] };
+    let cls = classify(&mut cx)?;
+    let j = reg.jurisdiction(req.buyer_state).ok_or_else(|| EngineError::input("buyer_state", "this rule set has no rules for the state"))?;
+    let state_rate = in_force(&j.state_rate, as_of).ok_or(Fault::NoStateRate { state: j.code, as_of })?;
+    let sourced = source(&mut cx, j, &cls.facts)?;
+    let rates = rate_layers(&mut cx, j, &sourced, state_rate);
+    let outside = cls.category_entry.outside_sales_tax;
+    let taxed = if outside {
+        cx.trace(Stage::Taxability, None, format!("category {} is outside sales tax", name(&CATEGORIES, Some(cls.category))));
+        cx.advise("ROUTED_TO_GAINS_TRACKER", None);
+        Taxed::default()
+    } else {
+        let taxed = rate_legs(&mut cx, j, &cls, &rates)?;
+        if name(&CATEGORIES, Some(cls.category)) == "digital_good" {
+            digital_content_counterfactuals(&mut cx, j, &cls, &rates, &taxed)?;
+        }
+        taxed
+    };
+    let tax_due = taxed.tax();
+    let party = Party { role: Role::of(&cls.facts), has_nexus: input.nexus.is_some_and(|n| n.get(&req.buyer_state).copied().unwrap_or(false)) };
+    let mut special = if outside { vec![] } else { special_taxes(&mut cx, j, &cls.facts, party)? };
+    let remitted = remit(&mut cx, j, &cls, party, &taxed.legs, &mut special);
+    let (tracking_1099, information_return_at) = track_1099(&mut cx, input.vendor_ytd);
+    fact_advisories(&mut cx, &cls.facts);
+    let routing = route(j, &cls, party.role, &rates.jurisdiction, remitted.own_tax, &special);
+    let confidence = confidence(&cx.factors);
 
-    // Classification.
+    Ok(Determination {
+        as_of,
+        engine_version: reg.engine_version.clone(),
+        rules_version: reg.version.clone(),
+        role: party.role,
+        amount: req.amount,
+        buyer_state: cx.buyer,
+        buyer_state_name: j.name.clone(),
+        seller_state: req.seller_state.map(state_code),
+        buyer_zip: req.buyer_zip.clone(),
+        seller_zip: req.seller_zip.clone(),
+        counterparty_id: req.counterparty_id.clone(),
+        transaction_type: name(&TRANSACTION_TYPES, Some(cls.transaction_type)),
+        input_work_type: cls.explicit_work_type.map(|w| name(&WORK_TYPES, Some(w))),
+        work_type: name(&WORK_TYPES, Some(cls.work_type)),
+        work_type_source: cls.work_type_source,
+        work_type_label: reg.classification.work_types.get(cls.work_type as usize).map(|w| w.label.clone()).unwrap_or_default(),
+        category: name(&CATEGORIES, Some(cls.category)),
+        category_label: cls.category_entry.label.clone(),
+        classification_basis: cls.basis,
+        reclassified_by: cls.reclassified_by,
+        is_b2b: cls.facts.flag(Fact::is_b2b),
+        use_context: cls.facts.name_of(Fact::use_context),
+        marketplace_role: cls.facts.name_of(Fact::marketplace_role).unwrap_or("direct"),
+        digital_content_type: cls.declared_content_type.map(|v| name(&DIGITAL_CONTENT_TYPES, Some(v))),
+        digital_content_type_applied: cls.content_type_applies,
+        digital_content_type_rule: taxed.content_type_rule,
+        classification_facts: req.classification_facts.clone(),
+        outside_sales_tax: outside.then(|| cls.category_entry.note.clone().unwrap_or_default()),
+        sourcing: sourced.sourcing,
+        sourcing_rule: sourced.rule.id.clone(),
+        sourcing_citation: sourced.rule.citation.clone(),
+        locality: rates.locality,
+        jurisdiction: rates.jurisdiction,
+        state_rate: rates.state_rate,
+        state_rate_citation: state_rate.citation.clone(),
+        local_rate: rates.local_rate,
+        combined_rate: rates.combined_rate,
+        layers: rates.layers,
+        legs: taxed.legs,
+        tax_due,
+        special,
+        special_total: remitted.special_total,
+        nexus_configured: input.nexus.is_some(),
+        has_nexus: party.has_nexus,
+        sales_tax: remitted.sales_tax,
+        use_tax: remitted.use_tax,
+        seller_remitting: remitted.seller_remitting,
+        collected_by_marketplace: remitted.collected_by_marketplace,
+        marketplace_remitted_tax: remitted.marketplace_remitted_tax,
+        counts_toward_nexus_threshold: remitted.counts_toward_nexus_threshold,
+        exemption_certificate: remitted.exemption_certificate,
+        tax_if_nexus: remitted.tax_if_nexus,
+        total_tax: remitted.total_tax,
+        final_determination: remitted.final_determination,
+        tracking_1099,
+        information_return_at,
+        confidence_score: confidence.score,
+        confidence_level: confidence.level,
+        confidence_factors: confidence.factors,
+        advisories: cx.advisories,
+        routing,
+        trace: cx.trace,
+    })
+}
+
+/// The sale as classified: work type, category (after reclassification), and the facts the later stages
+/// read (with the derived facts set).
+struct Classified<'a> {
+    facts: FactSet,
+    transaction_type: u16,
+    explicit_work_type: Option<u16>,
+    work_type: u16,
+    work_type_source: WorkTypeSource,
+    category: u16,
+    category_entry: &'a CategoryEntry,
+    basis: String,
+    reclassified_by: Option<String>,
+    /// The declared `digital_content_type`, applied or not.
+    declared_content_type: Option<u16>,
+    /// The declaration applies only to a digital good without an explicit work type; otherwise it is cleared
+    /// from `facts`.
+    content_type_applies: bool,
+}
+
+/// Transaction type → work type → category, then the derived facts and the first reclassification that holds.
+fn classify<'a>(cx: &mut Ctx<'a>) -> Result<Classified<'a>, EngineError> {
+    let reg = cx.reg;
+    let cls = &reg.classification;
+    let mut facts = cx.req.facts.clone();
     let tt = facts.get(Fact::transaction_type).unwrap_or(3);
-    let tt_entry = cls.transaction_types.get(tt as usize).ok_or_else(|| internal("transaction type table"))?;
+    let tt_entry = cls.transaction_types.get(tt as usize).ok_or(Fault::Table("transaction type table"))?;
     let explicit_wt = facts.declared(Fact::work_type);
     let declared_dct = facts.declared(Fact::digital_content_type);
     let digital_good = Fact::transaction_type.def().kind.index_of("digital_good");
@@ -415,15 +711,14 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
         cx.advise("DIGITAL_CONTENT_TYPE_NOT_APPLIED", None);
     }
     let (wt, category, source) = match explicit_wt {
-        Some(w) => (w, cls.work_types.get(w as usize).ok_or_else(|| internal("work type table"))?.category, 0u16),
-        None => (tt_entry.work_type, tt_entry.category, 1u16),
+        Some(w) => (w, cls.work_types.get(w as usize).ok_or(Fault::Table("work type table"))?.category, WorkTypeSource::Explicit),
+        None => (tt_entry.work_type, tt_entry.category, WorkTypeSource::Inferred),
     };
     facts.set(Fact::work_type, wt);
-    facts.set(Fact::work_type_source, source);
+    facts.set(Fact::work_type_source, if source == WorkTypeSource::Explicit { 0 } else { 1 });
     facts.set(Fact::category, category);
-    let work_type_source = if source == 0 { "explicit" } else { "inferred" };
-    cx.trace("classification", None, format!(
-        "transaction_type {} → work_type {} ({work_type_source}) → category {}",
+    cx.trace(Stage::Classification, None, format!(
+        "transaction_type {} → work_type {} ({source}) → category {}",
         name(&TRANSACTION_TYPES, Some(tt)), name(&WORK_TYPES, Some(wt)), name(&CATEGORIES, Some(category))
     ));
     for (fact, cond) in &cls.derived {
@@ -434,7 +729,7 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
     for r in &cls.reclassify {
         if facts.holds(&r.when) {
             facts.set(Fact::category, r.category);
-            cx.trace("classification", Some(&r.id), format!("reclassified as {}", name(&CATEGORIES, Some(r.category))));
+            cx.trace(Stage::Classification, Some(&r.id), format!("reclassified as {}", name(&CATEGORIES, Some(r.category))));
             for a in &r.advisories {
                 cx.advise(a, None);
             }
@@ -444,49 +739,83 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
         }
     }
     let category = facts.get(Fact::category).unwrap_or(category);
-    let cat_entry = cls.categories.get(category as usize).ok_or_else(|| internal("category table"))?;
-    let classification_basis = if source == 0 {
-        format!("explicit work_type {}", name(&WORK_TYPES, Some(wt)))
-    } else {
-        format!("inferred from transaction_type {}", name(&TRANSACTION_TYPES, Some(tt)))
+    let category_entry = cls.categories.get(category as usize).ok_or(Fault::Table("category table"))?;
+    let basis = match source {
+        WorkTypeSource::Explicit => format!("explicit work_type {}", name(&WORK_TYPES, Some(wt))),
+        WorkTypeSource::Inferred => format!("inferred from transaction_type {}", name(&TRANSACTION_TYPES, Some(tt))),
     };
+    Ok(Classified {
+        facts,
+        transaction_type: tt,
+        explicit_work_type: explicit_wt,
+        work_type: wt,
+        work_type_source: source,
+        category,
+        category_entry,
+        basis,
+        reclassified_by,
+        declared_content_type: declared_dct,
+        content_type_applies: dct_applies,
+    })
+}
 
-    let j = reg.jurisdiction(req.buyer_state).ok_or_else(|| EngineError::input("buyer_state", "this rule set has no rules for the state"))?;
-    let state_rate_entry = in_force(&j.state_rate, as_of).ok_or_else(|| internal(format!("no {} state rate on {as_of}", j.code)))?;
-    let state_rate = state_rate_entry.value;
+/// Where the sale is taxed: the sourcing rule that fires, and the zip code it points to.
+struct Sourced<'a> {
+    rule: &'a Rule<Sourcing>,
+    sourcing: Sourcing,
+    zip: Option<String>,
+}
 
-    // Sourcing.
-    let src_rule = j
+/// The first sourcing rule in force whose condition holds; origin sourcing needs the seller's zip.
+fn source<'a>(cx: &mut Ctx, j: &'a Jurisdiction, facts: &FactSet) -> Result<Sourced<'a>, EngineError> {
+    let (req, as_of) = (cx.req, cx.as_of);
+    let rule = j
         .sourcing
         .iter()
         .find(|r| r.covers(as_of) && r.when.as_ref().is_none_or(|c| facts.holds(c)))
-        .ok_or_else(|| internal(format!("no {} sourcing rule on {as_of}", j.code)))?;
-    let sourcing = match &src_rule.body {
+        .ok_or(Fault::NoSourcingRule { state: j.code, as_of })?;
+    let sourcing = match &rule.body {
         RuleBody::Single(s) => *s,
         RuleBody::Alternatives(a) => a.first().map(|x| x.0).unwrap_or(Sourcing::Destination),
     };
-    cx.trace("sourcing", Some(&src_rule.id), sourcing.as_str());
-    let sourced_zip = match sourcing {
+    cx.trace(Stage::Sourcing, Some(&rule.id), sourcing.as_str());
+    let zip = match sourcing {
         Sourcing::Origin => match &req.seller_zip {
             Some(z) => Some(z.clone()),
             None => {
                 return Err(EngineError::input(
                     "seller_zip",
-                    format!("is required: intrastate sales in {} are sourced to the seller's location ({})", j.code, src_rule.citation.cite),
+                    format!("is required: intrastate sales in {} are sourced to the seller's location ({})", j.code, rule.citation.cite),
                 ))
             }
         },
         Sourcing::Destination => req.buyer_zip.clone(),
     };
+    Ok(Sourced { rule, sourcing, zip })
+}
 
-    // Rates.
+/// The general rates where the sale is sourced: the state's, and the local layers of the sourced zip code.
+struct Rates {
+    state_rate: Decimal,
+    layers: Vec<AppliedLayer>,
+    locality: Option<String>,
+    /// The sum of `layers`.
+    local_rate: Decimal,
+    combined_rate: Decimal,
+    /// The locality and state, or the state's name when no locality applies.
+    jurisdiction: String,
+}
+
+/// The local layers in force for the sourced zip code, when the state has local taxes and the zip is in it.
+fn rate_layers(cx: &mut Ctx, j: &Jurisdiction, sourced: &Sourced, state_rate: &Dated<Decimal>) -> Rates {
+    let (reg, req, as_of) = (cx.reg, cx.req, cx.as_of);
     let local_taxes = in_force(&j.local_taxes, as_of).is_some_and(|d| d.value);
     let mut layers = vec![];
     let mut locality = None;
-    match &sourced_zip {
+    match &sourced.zip {
         Some(zip) => match reg.zips.get(zip) {
             Some(area) if area.state != req.buyer_state => {
-                cx.advise("ZIP_STATE_MISMATCH", Some(buyer_code));
+                cx.advise_buyer("ZIP_STATE_MISMATCH");
                 cx.lower_confidence(20, format!("zip {zip} is in {}, not {}", state_code(area.state), j.code));
             }
             Some(area) if local_taxes => {
@@ -495,325 +824,340 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
                 }
                 locality = Some(area.locality.clone());
             }
-            Some(_) => cx.advise("NO_LOCAL_TAX_IN_STATE", Some(buyer_code)),
+            Some(_) => cx.advise_buyer("NO_LOCAL_TAX_IN_STATE"),
             None if local_taxes => {
-                cx.advise(if sourcing == Sourcing::Origin { "SELLER_ZIP_UNKNOWN_FOR_ORIGIN" } else { "ZIP_NOT_FOUND" }, Some(buyer_code));
+                cx.advise_buyer(if sourced.sourcing == Sourcing::Origin { "SELLER_ZIP_UNKNOWN_FOR_ORIGIN" } else { "ZIP_NOT_FOUND" });
                 cx.lower_confidence(15, format!("zip {zip} is not in the local rate tables; state rate only"));
             }
-            None => cx.advise("NO_LOCAL_TAX_IN_STATE", Some(buyer_code)),
+            None => cx.advise_buyer("NO_LOCAL_TAX_IN_STATE"),
         },
         None if local_taxes => cx.lower_confidence(10, "no zip code given; local rates not applied"),
         None => {}
     }
+    let state_rate = state_rate.value;
     let local_rate: Decimal = layers.iter().map(|l| l.rate).sum();
     let combined_rate = state_rate + local_rate;
     let jurisdiction = match &locality {
         Some(l) => format!("{l}, {}", j.code),
         None => j.name.clone(),
     };
-    cx.trace("rates", None, format!("state {} + local {} = {} ({jurisdiction})", pct(state_rate), pct(local_rate), pct(combined_rate)));
+    cx.trace(Stage::Rates, None, format!("state {} + local {} = {} ({jurisdiction})", pct(state_rate), pct(local_rate), pct(combined_rate)));
+    Rates { state_rate, layers, locality, local_rate, combined_rate, jurisdiction }
+}
 
-    // Taxability, leg by leg.
-    let mut legs = vec![];
-    let mut dct_rule = None;
-    let outside = cat_entry.outside_sales_tax;
-    if outside {
-        cx.trace("taxability", None, format!("category {} is outside sales tax", name(&CATEGORIES, Some(category))));
-        cx.advise("ROUTED_TO_GAINS_TRACKER", None);
-    } else {
-        let leg_plan: Vec<(&'static str, Decimal)> = match (req.itemized, facts.flag(Fact::separately_itemized), name(&CATEGORIES, Some(category))) {
-            (Some((u, s)), true, "software_maintenance") => vec![("updates", u), ("support", s)],
-            _ => vec![("whole", req.amount)],
-        };
-        // A photograph in a state whose rules never name photographs is rated as art.
-        let mut rating_facts = facts.clone();
-        let photo = Fact::digital_content_type.def().kind.index_of("photograph");
-        let art = Fact::digital_content_type.def().kind.index_of("art_image");
-        if let (Some(p), Some(a)) = (photo, art) {
-            if rating_facts.declared(Fact::digital_content_type) == Some(p) && !j.content_types_named.contains(&p) {
-                rating_facts.set(Fact::digital_content_type, a);
-                cx.trace("classification", None, format!("{} has no photograph rule; rated as art_image", j.code));
-            }
-        }
-        for (leg_name, leg_amount) in leg_plan {
-            let mut lf = rating_facts.clone();
-            lf.set(Fact::leg, Fact::leg.def().kind.index_of(leg_name).unwrap_or(0));
-            let rated = rate_with(j, &lf, as_of, leg_amount, state_rate, local_rate, Some(&mut cx.trace))?;
-            let rule = &j.taxability[rated.rule];
-            for a in &rule.advisories {
-                cx.advise(a, Some(buyer_code));
-            }
-            if !rated.readings.is_empty() {
-                cx.advise("AMBIGUOUS_LAW_HIGHER_TAX", Some(buyer_code));
-                cx.lower_confidence(15, format!("ambiguous law ({}): the higher-tax reading was used", rule.id));
-            }
-            let (leg_state, leg_local, base_share, result, reason) = match &rated.outcome {
-                TaxOutcome::Taxable { state_rate: sr, base_share, with_local } => {
-                    (sr.unwrap_or(state_rate), if *with_local { local_rate } else { Decimal::ZERO }, *base_share, "taxable".to_string(), None)
-                }
-                TaxOutcome::Exempt { kind, reason } => (Decimal::ZERO, Decimal::ZERO, Decimal::ONE, kind.clone(), Some(reason.clone())),
-            };
-            let mut rule_mentions_dct = false;
-            if let Some(w) = &rule.when {
-                w.visit_facts(&mut |f, _| rule_mentions_dct |= f == Fact::digital_content_type);
-            }
-            if rule_mentions_dct {
-                dct_rule = Some(rule.id.clone());
-            }
-            legs.push(Leg {
-                name: leg_name,
-                amount: leg_amount,
-                taxable_amount: money::cents(leg_amount * base_share),
-                base_share,
-                state_rate: leg_state,
-                local_rate: leg_local,
-                rate: leg_state + leg_local,
-                tax: rated.tax,
-                rule_id: rule.id.clone(),
-                result,
-                reason,
-                citation: rule.citation.clone(),
-                note: rule.note.clone(),
-                readings: rated.readings,
-            });
-        }
-        // Digital content: did the declaration change the answer, or could one lower it?
-        if name(&CATEGORIES, Some(category)) == "digital_good" {
-            let tax_now: Decimal = legs.iter().map(|l| l.tax).sum();
-            let generic = |f: &FactSet| {
-                let mut g = f.clone();
-                g.clear(Fact::digital_content_type);
-                g
-            };
-            let with_content = |f: &FactSet, v: &str| {
-                let mut g = f.clone();
-                if let Some(i) = Fact::digital_content_type.def().kind.index_of(v) {
-                    let i = if v == "photograph" && !j.content_types_named.contains(&i) { art.unwrap_or(i) } else { i };
-                    g.set(Fact::digital_content_type, i);
-                }
-                g
-            };
-            let declared_special = rating_facts
-                .declared(Fact::digital_content_type)
-                .map(|v| matches!(DIGITAL_CONTENT_TYPES.get(v as usize), Some(&"art_image" | &"photograph" | &"printable_document")))
-                .unwrap_or(false);
-            if dct_applies {
-                let base = rate_with(j, &generic(&rating_facts), as_of, req.amount, state_rate, local_rate, None)?;
-                if base.tax != tax_now {
-                    cx.advise("DIGITAL_CONTENT_TYPE_DECLARED", Some(buyer_code));
-                }
-            }
-            if !declared_special {
-                for v in ["art_image", "photograph", "printable_document"] {
-                    let alt = rate_with(j, &with_content(&rating_facts, v), as_of, req.amount, state_rate, local_rate, None)?;
-                    if alt.tax < tax_now {
-                        cx.advise("DIGITAL_CONTENT_TYPE_MAY_REDUCE", Some(buyer_code));
-                        cx.lower_confidence(5, "a digital_content_type declaration may lower the tax");
-                        break;
-                    }
-                }
-            }
-        }
+/// The sale rated leg by leg.
+#[derive(Default)]
+struct Taxed {
+    legs: Vec<Leg>,
+    /// The facts the legs were rated with (a photograph rated as art where no rule names photographs).
+    rating_facts: FactSet,
+    /// The last rule that fired and names `digital_content_type`.
+    content_type_rule: Option<String>,
+}
+
+impl Taxed {
+    /// The tax the legs add up to.
+    fn tax(&self) -> Decimal {
+        self.legs.iter().map(|l| l.tax).sum()
     }
-    let tax_due: Decimal = legs.iter().map(|l| l.tax).sum();
+}
 
-    // Nexus-independent (special) taxes, levied on the buyer where the buyer is.
-    let mut special = vec![];
-    let role_seller = facts.get(Fact::role) == Some(0);
-    let has_nexus = input.nexus.is_some_and(|n| n.get(&req.buyer_state).copied().unwrap_or(false));
-    if !outside {
-        if let Some(zip) = &req.buyer_zip {
-            for s in reg.special_taxes.iter().filter(|s| s.state == req.buyer_state && s.zips.iter().any(|z| z == zip)) {
-                if !s.when.as_ref().is_none_or(|c| facts.holds(c)) {
-                    cx.trace("special_tax", Some(&s.id), "condition does not hold");
-                    continue;
-                }
-                let Some(rate) = in_force(&s.rates, as_of) else {
-                    cx.trace("special_tax", Some(&s.id), format!("not in force on {as_of}"));
-                    continue;
-                };
-                if s.requires_seller_nexus && role_seller && !has_nexus {
-                    cx.trace("special_tax", Some(&s.id), "requires seller nexus");
-                    continue;
-                }
-                let tax = money::tax(req.amount, rate.value).ok_or_else(|| internal("tax overflow"))?;
-                cx.trace("special_tax", Some(&s.id), format!("fired: {} of {}", pct(rate.value), req.amount));
-                cx.advise("SPECIAL_TAX_APPLIED", Some(buyer_code));
-                let loc = reg.zips.get(zip).map(|z| format!("{}, {}", z.locality, j.code)).unwrap_or_else(|| j.name.clone());
-                special.push(SpecialLeg { id: s.id.clone(), name: s.name.clone(), locality: loc, rate: rate.value, tax, citation: rate.citation.clone() });
-            }
-        }
+/// The `digital_content_type` value that rates `value` in `j`: a photograph where no rule of `j` names
+/// photographs is rated as art.
+fn content_type_rated(j: &Jurisdiction, value: u16) -> u16 {
+    let kind = Fact::digital_content_type.def().kind;
+    match (kind.index_of("photograph"), kind.index_of("art_image")) {
+        (Some(p), Some(a)) if value == p && !j.content_types_named.contains(&p) => a,
+        _ => value,
     }
+}
 
-    // Role, nexus, marketplace, exemption certificate, remittance.
-    let mut final_determination = if outside {
-        "outside_sales_tax".to_string()
-    } else if legs.iter().any(|l| l.result == "taxable") {
-        "taxable".to_string()
-    } else {
-        legs.first().map(|l| l.result.clone()).unwrap_or_else(|| "not_taxable".into())
+/// Rates each leg (a maintenance contract's itemized updates and support, else the whole amount) with the
+/// taxability rule that fires for it.
+fn rate_legs(cx: &mut Ctx, j: &Jurisdiction, cls: &Classified, rates: &Rates) -> Result<Taxed, EngineError> {
+    let (req, as_of) = (cx.req, cx.as_of);
+    let leg_plan: Vec<(&'static str, Decimal)> = match (req.itemized, cls.facts.flag(Fact::separately_itemized), name(&CATEGORIES, Some(cls.category))) {
+        (Some((u, s)), true, "software_maintenance") => vec![("updates", u), ("support", s)],
+        _ => vec![("whole", req.amount)],
     };
-    let mut own_tax = tax_due;
+    let mut rating_facts = cls.facts.clone();
+    if let Some(declared) = rating_facts.declared(Fact::digital_content_type) {
+        let rated = content_type_rated(j, declared);
+        if rated != declared {
+            rating_facts.set(Fact::digital_content_type, rated);
+            cx.trace(Stage::Classification, None, format!("{} has no photograph rule; rated as art_image", j.code));
+        }
+    }
+    let mut legs = vec![];
+    let mut content_type_rule = None;
+    for (leg_name, leg_amount) in leg_plan {
+        let mut lf = rating_facts.clone();
+        lf.set(Fact::leg, Fact::leg.def().kind.index_of(leg_name).unwrap_or(0));
+        let rated = rate_with(j, &lf, as_of, leg_amount, rates.state_rate, rates.local_rate, Some(&mut cx.trace))?;
+        let rule = &j.taxability[rated.rule];
+        for a in &rule.advisories {
+            cx.advise_buyer(a);
+        }
+        if !rated.readings.is_empty() {
+            cx.advise_buyer("AMBIGUOUS_LAW_HIGHER_TAX");
+            cx.lower_confidence(15, format!("ambiguous law ({}): the higher-tax reading was used", rule.id));
+        }
+        let (leg_state, leg_local, base_share, result, reason) = match &rated.outcome {
+            TaxOutcome::Taxable { state_rate: sr, base_share, with_local } => {
+                (sr.unwrap_or(rates.state_rate), if *with_local { rates.local_rate } else { Decimal::ZERO }, *base_share, LegResult::Taxable, None)
+            }
+            TaxOutcome::Exempt { kind, reason } => (Decimal::ZERO, Decimal::ZERO, Decimal::ONE, LegResult::Exempt(kind.clone()), Some(reason.clone())),
+        };
+        let mut rule_mentions_dct = false;
+        if let Some(w) = &rule.when {
+            w.visit_facts(&mut |f, _| rule_mentions_dct |= f == Fact::digital_content_type);
+        }
+        if rule_mentions_dct {
+            content_type_rule = Some(rule.id.clone());
+        }
+        legs.push(Leg {
+            name: leg_name,
+            amount: leg_amount,
+            taxable_amount: money::cents(leg_amount * base_share),
+            base_share,
+            state_rate: leg_state,
+            local_rate: leg_local,
+            rate: leg_state + leg_local,
+            tax: rated.tax,
+            rule_id: rule.id.clone(),
+            result,
+            reason,
+            citation: rule.citation.clone(),
+            note: rule.note.clone(),
+            readings: rated.readings,
+        });
+    }
+    Ok(Taxed { legs, rating_facts, content_type_rule })
+}
+
+/// For a digital good: whether the declared content type changed the tax, and whether declaring one of the
+/// special types could lower it (each rated on the whole amount, without trace).
+fn digital_content_counterfactuals(cx: &mut Ctx, j: &Jurisdiction, cls: &Classified, rates: &Rates, taxed: &Taxed) -> Result<(), EngineError> {
+    let (req, as_of) = (cx.req, cx.as_of);
+    let tax_now = taxed.tax();
+    let facts = &taxed.rating_facts;
+    let rate = |f: &FactSet| rate_with(j, f, as_of, req.amount, rates.state_rate, rates.local_rate, None);
+    if cls.content_type_applies {
+        let mut generic = facts.clone();
+        generic.clear(Fact::digital_content_type);
+        if rate(&generic)?.tax != tax_now {
+            cx.advise_buyer("DIGITAL_CONTENT_TYPE_DECLARED");
+        }
+    }
+    let declared_special = facts
+        .declared(Fact::digital_content_type)
+        .map(|v| matches!(DIGITAL_CONTENT_TYPES.get(v as usize), Some(&"art_image" | &"photograph" | &"printable_document")))
+        .unwrap_or(false);
+    if !declared_special {
+        for v in ["art_image", "photograph", "printable_document"] {
+            let mut alt = facts.clone();
+            if let Some(i) = Fact::digital_content_type.def().kind.index_of(v) {
+                alt.set(Fact::digital_content_type, content_type_rated(j, i));
+            }
+            if rate(&alt)?.tax < tax_now {
+                cx.advise_buyer("DIGITAL_CONTENT_TYPE_MAY_REDUCE");
+                cx.lower_confidence(5, "a digital_content_type declaration may lower the tax");
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The caller's side of the sale and whether it has nexus in the buyer's state.
+#[derive(Clone, Copy)]
+struct Party {
+    role: Role,
+    has_nexus: bool,
+}
+
+/// The nexus-independent (special) taxes of the buyer's zip code that fire, levied on the buyer where it is.
+fn special_taxes(cx: &mut Ctx, j: &Jurisdiction, facts: &FactSet, party: Party) -> Result<Vec<SpecialLeg>, EngineError> {
+    let (reg, req, as_of) = (cx.reg, cx.req, cx.as_of);
+    let mut special = vec![];
+    let Some(zip) = &req.buyer_zip else { return Ok(special) };
+    for s in reg.special_taxes.iter().filter(|s| s.state == req.buyer_state && s.zips.iter().any(|z| z == zip)) {
+        if !s.when.as_ref().is_none_or(|c| facts.holds(c)) {
+            cx.trace(Stage::SpecialTax, Some(&s.id), "condition does not hold");
+            continue;
+        }
+        let Some(rate) = in_force(&s.rates, as_of) else {
+            cx.trace(Stage::SpecialTax, Some(&s.id), format!("not in force on {as_of}"));
+            continue;
+        };
+        if s.requires_seller_nexus && party.role == Role::Seller && !party.has_nexus {
+            cx.trace(Stage::SpecialTax, Some(&s.id), "requires seller nexus");
+            continue;
+        }
+        let tax = money::tax(req.amount, rate.value).ok_or(Fault::TaxOverflow)?;
+        cx.trace(Stage::SpecialTax, Some(&s.id), format!("fired: {} of {}", pct(rate.value), req.amount));
+        cx.advise_buyer("SPECIAL_TAX_APPLIED");
+        let loc = reg.zips.get(zip).map(|z| format!("{}, {}", z.locality, j.code)).unwrap_or_else(|| j.name.clone());
+        special.push(SpecialLeg { id: s.id.clone(), name: s.name.clone(), locality: loc, rate: rate.value, tax, citation: rate.citation.clone() });
+    }
+    Ok(special)
+}
+
+/// Who owes what: the tax due after an exemption certificate, a marketplace facilitator, nexus and the
+/// seller's remittance.
+struct Remitted {
+    final_determination: FinalDetermination,
+    /// The sales or use tax the caller owes (special taxes apart).
+    own_tax: Decimal,
+    exemption_certificate: Option<String>,
+    special_total: Decimal,
+    sales_tax: Option<Decimal>,
+    use_tax: Option<Decimal>,
+    seller_remitting: Option<bool>,
+    collected_by_marketplace: bool,
+    marketplace_remitted_tax: Option<Decimal>,
+    counts_toward_nexus_threshold: Option<bool>,
+    tax_if_nexus: Option<Decimal>,
+    total_tax: Decimal,
+}
+
+/// Role, nexus, marketplace, exemption certificate and remittance; a buyer whose seller remitted owes no
+/// special tax either (`special` is zeroed).
+fn remit(cx: &mut Ctx, j: &Jurisdiction, cls: &Classified, party: Party, legs: &[Leg], special: &mut [SpecialLeg]) -> Remitted {
+    let (req, as_of) = (cx.req, cx.as_of);
+    let outside = cls.category_entry.outside_sales_tax;
+    let mut final_determination = if outside {
+        FinalDetermination::OutsideSalesTax
+    } else if legs.iter().any(|l| l.result.is_taxable()) {
+        FinalDetermination::Taxable
+    } else {
+        FinalDetermination::Exempt(legs.first().map(|l| l.result.as_str().to_string()).unwrap_or_else(|| "not_taxable".into()))
+    };
+    let mut own_tax: Decimal = legs.iter().map(|l| l.tax).sum();
     let mut exemption_certificate = None;
     if let (Some(cert), false) = (&req.exemption_certificate, outside) {
         own_tax = Decimal::ZERO;
         exemption_certificate = Some(cert.clone());
-        final_determination = "exemption_certificate".into();
-        cx.advise("EXEMPTION_CERTIFICATE_APPLIED", Some(buyer_code));
-        cx.trace("exemption", None, "exemption certificate given: sales/use tax not charged");
+        final_determination = FinalDetermination::ExemptionCertificate;
+        cx.advise_buyer("EXEMPTION_CERTIFICATE_APPLIED");
+        cx.trace(Stage::Exemption, None, "exemption certificate given: sales/use tax not charged");
     }
     let mut special_total: Decimal = special.iter().map(|s| s.tax).sum();
     let (mut sales_tax, mut use_tax, mut seller_remitting) = (None, None, None);
     let (mut collected_by_marketplace, mut marketplace_remitted_tax, mut counts_toward, mut tax_if_nexus) = (false, None, None, None);
-    if role_seller {
-        let mp_seller = facts.name_of(Fact::marketplace_role) == Some("seller");
-        let mf = in_force(&j.marketplace, as_of).filter(|m| m.value.law);
-        if let (true, Some(mf)) = (mp_seller, mf) {
-            collected_by_marketplace = true;
-            marketplace_remitted_tax = Some(own_tax);
-            counts_toward = Some(mf.value.facilitated_sales_count != FacilitatedCount::Excluded);
-            own_tax = Decimal::ZERO;
-            cx.advise("MARKETPLACE_FACILITATOR_COLLECTS", Some(buyer_code));
-            cx.trace("marketplace", None, format!("facilitator collects in {} ({})", j.code, mf.citation.cite));
-        } else if !has_nexus && !outside {
-            tax_if_nexus = Some(own_tax);
-            own_tax = Decimal::ZERO;
-            final_determination = "no_nexus".into();
-            cx.advise("NEXUS_WARNING", Some(buyer_code));
-            cx.trace("nexus", None, format!("no nexus in {}: sales tax 0 (would be {})", j.code, tax_if_nexus.unwrap_or_default()));
+    match party.role {
+        Role::Seller => {
+            let mp_seller = cls.facts.name_of(Fact::marketplace_role) == Some("seller");
+            let mf = in_force(&j.marketplace, as_of).filter(|m| m.value.law);
+            if let (true, Some(mf)) = (mp_seller, mf) {
+                collected_by_marketplace = true;
+                marketplace_remitted_tax = Some(own_tax);
+                counts_toward = Some(mf.value.facilitated_sales_count != FacilitatedCount::Excluded);
+                own_tax = Decimal::ZERO;
+                cx.advise_buyer("MARKETPLACE_FACILITATOR_COLLECTS");
+                cx.trace(Stage::Marketplace, None, format!("facilitator collects in {} ({})", j.code, mf.citation.cite));
+            } else if !party.has_nexus && !outside {
+                tax_if_nexus = Some(own_tax);
+                own_tax = Decimal::ZERO;
+                final_determination = FinalDetermination::NoNexus;
+                cx.advise_buyer("NEXUS_WARNING");
+                cx.trace(Stage::Nexus, None, format!("no nexus in {}: sales tax 0 (would be {})", j.code, tax_if_nexus.unwrap_or_default()));
+            }
+            sales_tax = Some(own_tax);
         }
-        sales_tax = Some(own_tax);
-    } else {
-        if req.seller_remitting == Some(true) {
-            own_tax = Decimal::ZERO;
-            special_total = Decimal::ZERO;
-            cx.advise("SELLER_REMITTED", Some(buyer_code));
-            cx.trace("remittance", None, "seller collected and remitted: no use tax due");
+        Role::Buyer => {
+            if req.seller_remitting == Some(true) {
+                own_tax = Decimal::ZERO;
+                special_total = Decimal::ZERO;
+                cx.advise_buyer("SELLER_REMITTED");
+                cx.trace(Stage::Remittance, None, "seller collected and remitted: no use tax due");
+            }
+            seller_remitting = req.seller_remitting;
+            use_tax = Some(own_tax);
         }
-        seller_remitting = req.seller_remitting;
-        use_tax = Some(own_tax);
     }
     if seller_remitting == Some(true) {
         for s in special.iter_mut() {
             s.tax = Decimal::ZERO;
         }
     }
-    let total_tax = own_tax + special_total;
-
-    // 1099 tracking, by the transaction's tax year.
-    let tracking_1099 = tracking_1099(reg, req, as_of, input.vendor_ytd);
-    let information_return_at = cx.advisories.len();
-    if tracking_1099.as_ref().is_some_and(|t| t.threshold_exceeded) {
-        cx.advise(INFORMATION_RETURN_ADVISORY, None);
-    }
-
-    // Advisories raised by facts.
-    for def in &reg.advisories {
-        if let Some(w) = &def.when {
-            if facts.holds(w) {
-                let code = def.code.clone();
-                cx.advise(&code, Some(buyer_code));
-                if def.kind == "assumption" {
-                    cx.lower_confidence(5, format!("assumed: {}", def.message));
-                }
-            }
-        }
-    }
-
-    // Routing: who receives what the caller owes.
-    let mut routing = vec![];
-    if outside {
-        routing.push(Routing { kind: "capital_gains", amount: Decimal::ZERO, destination: cat_entry.route.clone().unwrap_or_else(|| "gains_tracker".into()), jurisdiction: "federal".into() });
-    }
-    if own_tax > Decimal::ZERO {
-        routing.push(Routing {
-            kind: if role_seller { "sales_tax" } else { "use_tax" },
-            amount: own_tax,
-            destination: format!("{} tax authority", j.name),
-            jurisdiction: jurisdiction.clone(),
-        });
-    }
-    for s in special.iter().filter(|s| s.tax > Decimal::ZERO) {
-        routing.push(Routing { kind: "special_tax", amount: s.tax, destination: s.name.clone(), jurisdiction: s.locality.clone() });
-    }
-
-    let penalty: u32 = cx.factors.iter().map(|(_, p)| *p).sum();
-    let confidence_score = 100u32.saturating_sub(penalty);
-    let confidence_level = match confidence_score {
-        100 => "complete",
-        85..=99 => "high",
-        60..=84 => "partial",
-        _ => "minimal",
-    };
-    let mut confidence_factors: Vec<String> = cx.factors.iter().map(|(f, _)| f.clone()).collect();
-    if confidence_factors.is_empty() {
-        confidence_factors.push("every fact needed was declared and every rule applied is settled law".into());
-    }
-
-    Ok(Determination {
-        as_of,
-        engine_version: reg.engine_version.clone(),
-        rules_version: reg.version.clone(),
-        role: if role_seller { "seller" } else { "buyer" },
-        amount: req.amount,
-        buyer_state: buyer_code,
-        buyer_state_name: j.name.clone(),
-        seller_state: req.seller_state.map(state_code),
-        buyer_zip: req.buyer_zip.clone(),
-        seller_zip: req.seller_zip.clone(),
-        counterparty_id: req.counterparty_id.clone(),
-        transaction_type: name(&TRANSACTION_TYPES, Some(tt)),
-        input_work_type: explicit_wt.map(|w| name(&WORK_TYPES, Some(w))),
-        work_type: name(&WORK_TYPES, Some(wt)),
-        work_type_source,
-        work_type_label: cls.work_types.get(wt as usize).map(|w| w.label.clone()).unwrap_or_default(),
-        category: name(&CATEGORIES, Some(category)),
-        category_label: cat_entry.label.clone(),
-        classification_basis,
-        reclassified_by,
-        is_b2b: facts.flag(Fact::is_b2b),
-        use_context: facts.name_of(Fact::use_context),
-        marketplace_role: facts.name_of(Fact::marketplace_role).unwrap_or("direct"),
-        digital_content_type: declared_dct.map(|v| name(&DIGITAL_CONTENT_TYPES, Some(v))),
-        digital_content_type_applied: dct_applies,
-        digital_content_type_rule: dct_rule,
-        classification_facts: req.classification_facts.clone(),
-        outside_sales_tax: outside.then(|| cat_entry.note.clone().unwrap_or_default()),
-        sourcing,
-        sourcing_rule: src_rule.id.clone(),
-        sourcing_citation: src_rule.citation.clone(),
-        locality,
-        jurisdiction,
-        state_rate,
-        state_rate_citation: state_rate_entry.citation.clone(),
-        local_rate,
-        combined_rate,
-        layers,
-        legs,
-        tax_due,
-        special,
+    Remitted {
+        final_determination,
+        own_tax,
+        exemption_certificate,
         special_total,
-        nexus_configured: input.nexus.is_some(),
-        has_nexus,
         sales_tax,
         use_tax,
         seller_remitting,
         collected_by_marketplace,
         marketplace_remitted_tax,
         counts_toward_nexus_threshold: counts_toward,
-        exemption_certificate,
         tax_if_nexus,
-        total_tax,
-        final_determination,
-        tracking_1099,
-        information_return_at,
-        confidence_score,
-        confidence_level,
-        confidence_factors,
-        advisories: cx.advisories,
-        routing,
-        trace: cx.trace,
-    })
+        total_tax: own_tax + special_total,
+    }
+}
+
+/// The counterparty's 1099 position by the transaction's tax year, and where its threshold advisory goes.
+fn track_1099(cx: &mut Ctx, vendor_ytd: Option<Decimal>) -> (Option<Tracking1099>, usize) {
+    let tracking = tracking_1099(cx.reg, cx.req, cx.as_of, vendor_ytd);
+    let at = cx.advisories.len();
+    if tracking.as_ref().is_some_and(|t| t.threshold_exceeded) {
+        cx.advise(INFORMATION_RETURN_ADVISORY, None);
+    }
+    (tracking, at)
+}
+
+/// The registry's advisories whose condition the facts meet; an assumption lowers confidence.
+fn fact_advisories(cx: &mut Ctx, facts: &FactSet) {
+    let reg = cx.reg;
+    for def in &reg.advisories {
+        if let Some(w) = &def.when {
+            if facts.holds(w) {
+                cx.advise_buyer(&def.code);
+                if def.kind == "assumption" {
+                    cx.lower_confidence(5, format!("assumed: {}", def.message));
+                }
+            }
+        }
+    }
+}
+
+/// Who receives what the caller owes.
+fn route(j: &Jurisdiction, cls: &Classified, role: Role, jurisdiction: &str, own_tax: Decimal, special: &[SpecialLeg]) -> Vec<Routing> {
+    let mut routing = vec![];
+    if cls.category_entry.outside_sales_tax {
+        let destination = cls.category_entry.route.clone().unwrap_or_else(|| "gains_tracker".into());
+        routing.push(Routing { kind: RoutingKind::CapitalGains, amount: Decimal::ZERO, destination, jurisdiction: "federal".into() });
+    }
+    if own_tax > Decimal::ZERO {
+        routing.push(Routing {
+            kind: if role == Role::Seller { RoutingKind::SalesTax } else { RoutingKind::UseTax },
+            amount: own_tax,
+            destination: format!("{} tax authority", j.name),
+            jurisdiction: jurisdiction.to_string(),
+        });
+    }
+    for s in special.iter().filter(|s| s.tax > Decimal::ZERO) {
+        routing.push(Routing { kind: RoutingKind::SpecialTax, amount: s.tax, destination: s.name.clone(), jurisdiction: s.locality.clone() });
+    }
+    routing
+}
+
+struct Confidence {
+    score: u32,
+    level: ConfidenceLevel,
+    factors: Vec<String>,
+}
+
+/// 100 less every penalty, with the reasons in the order they arose.
+fn confidence(factors: &[(String, u32)]) -> Confidence {
+    let penalty: u32 = factors.iter().map(|(_, p)| *p).sum();
+    let score = 100u32.saturating_sub(penalty);
+    let mut reasons: Vec<String> = factors.iter().map(|(f, _)| f.clone()).collect();
+    if reasons.is_empty() {
+        reasons.push("every fact needed was declared and every rule applied is settled law".into());
+    }
+    Confidence { score, level: ConfidenceLevel::of(score), factors: reasons }
 }
 
 /// `0.0625` → `6.25%`.

@@ -8,5 +8,5 @@ pub mod nexus;
 pub mod render;
 pub mod request;
 
-pub use determine::{determine, Determination, EngineError, Input};
+pub use determine::{determine, Determination, EngineError, Fault, FinalDetermination, Input, LegResult, Role};
 pub use request::{parse_request, FieldError, Request};

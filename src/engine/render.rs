@@ -10,7 +10,7 @@ use std::fmt::Write;
 use rust_decimal::Decimal;
 use serde_json::{Map, Value};
 
-use super::determine::{pct, Advisory, Determination, Tracking1099};
+use super::determine::{pct, Advisory, Determination, Role, Stage, Tracking1099};
 use crate::rules::registry::Citation;
 
 pub const DISCLAIMER: &str = "Estimates for information only, computed from cited public law as of the date shown; not legal or tax advice. Confirm with a qualified professional before filing.";
@@ -117,13 +117,13 @@ fn classification_note(det: &Determination) -> String {
 pub fn demo(det: &Determination, extra: &[(&str, &str)], upgrade: Option<&[(&str, &str)]>) -> String {
     let mut out = String::with_capacity(1024);
     let mut o = Obj::open(&mut out);
-    o.put("success", &true).put("engine_version", &det.engine_version).put("mode", "demo").put("role", det.role).put("amount", &Num(det.amount));
+    o.put("success", &true).put("engine_version", &det.engine_version).put("mode", "demo").put("role", det.role.as_str()).put("amount", &Num(det.amount));
     o.put("buyer_state", det.buyer_state).put("buyer_zip", &det.buyer_zip).put("transaction_type", det.transaction_type).put("work_type", det.work_type);
     o.put("classification_basis", &det.classification_basis).put("is_b2b", &det.is_b2b).put("digital_content_type", &det.digital_content_type);
     o.put("classification_facts", &det.classification_facts).put("total_tax", &cents(det.total_tax)).put("combined_rate", &ratio(det.applied_combined_rate()));
     o.put("applied_rate", &ratio(det.applied_rate())).put("nexus_configured_for_state", &det.has_nexus);
     o.obj("confidence", |o| {
-        o.put("score", &det.confidence_score).put("level", det.confidence_level);
+        o.put("score", &det.confidence_score).put("level", det.confidence_level.as_str());
     });
     o.put("disclaimer", DISCLAIMER);
     if let Some(t) = det.tax_if_nexus {
@@ -132,7 +132,7 @@ pub fn demo(det: &Determination, extra: &[(&str, &str)], upgrade: Option<&[(&str
         });
     } else if let (true, Some(l)) = (det.total_tax.is_zero(), det.legs.first()) {
         o.obj("exemption", |o| {
-            o.put("type", &l.result).put("reason", &l.reason);
+            o.put("type", l.result.as_str()).put("reason", &l.reason);
         });
     }
     for (k, v) in extra {
@@ -370,14 +370,14 @@ fn write_tax(o: &mut Obj, det: &Determination, amount: Decimal, kind: &str) {
     let first = det.legs.first();
     o.put("jurisdiction", &det.jurisdiction).put("state", det.buyer_state).put("rate", &ratio(first.map_or(Decimal::ZERO, |l| l.rate))).put("amount", &cents(amount)).put("type", kind);
     // Without nexus a seller's reason replaces the leg's (in the leg reason's place when there is one).
-    let nexus_reason = (det.role == "seller" && !det.has_nexus && !det.collected_by_marketplace).then(|| format!("no nexus configured in {}", det.buyer_state));
+    let nexus_reason = (det.role == Role::Seller && !det.has_nexus && !det.collected_by_marketplace).then(|| format!("no nexus configured in {}", det.buyer_state));
     let leg_reason = first.and_then(|l| l.reason.as_ref());
     if let (Some(r), Some(l)) = (leg_reason, first) {
-        o.put("reason", nexus_reason.as_ref().unwrap_or(r)).put("exemption", &l.result);
+        o.put("reason", nexus_reason.as_ref().unwrap_or(r)).put("exemption", l.result.as_str());
     }
     if kind == "use_tax" {
         o.put("state_rate", &ratio(det.applied_state_rate())).put("local_rate", &ratio(det.local_rate)).put("combined_rate", &ratio(det.applied_combined_rate())).put("gross_amount", &cents(det.amount));
-        o.put("taxable_amount", &cents(det.legs.iter().map(|l| if l.result == "taxable" { l.taxable_amount } else { Decimal::ZERO }).sum()));
+        o.put("taxable_amount", &cents(det.legs.iter().map(|l| if l.result.is_taxable() { l.taxable_amount } else { Decimal::ZERO }).sum()));
         o.put("taxable_percentage", &Num((first.map_or(Decimal::ONE, |l| l.base_share) * Decimal::from(100)).normalize()));
         if det.seller_remitting == Some(true) {
             o.put("note", "the seller collected and remitted the tax; no use tax is due");
@@ -385,7 +385,7 @@ fn write_tax(o: &mut Obj, det: &Determination, amount: Decimal, kind: &str) {
     }
     if det.legs.len() > 1 {
         o.list("legs", &det.legs, |o, l| {
-            o.put("leg", l.name).put("amount", &cents(l.amount)).put("rate", &ratio(l.rate)).put("tax", &cents(l.tax)).put("rule", &l.rule_id).put("result", &l.result);
+            o.put("leg", l.name).put("amount", &cents(l.amount)).put("rate", &ratio(l.rate)).put("tax", &cents(l.tax)).put("rule", &l.rule_id).put("result", l.result.as_str());
         });
     }
     if let (Some(r), None) = (&nexus_reason, leg_reason) {
@@ -420,7 +420,7 @@ fn write_advisories(o: &mut Obj, list: &[Advisory]) {
 }
 
 fn write_head(o: &mut Obj, det: &Determination) {
-    o.put("success", &true).put("engine_version", &det.engine_version).put("role", det.role).put("amount", &Num(det.amount));
+    o.put("success", &true).put("engine_version", &det.engine_version).put("role", det.role.as_str()).put("amount", &Num(det.amount));
     o.put("buyer_state", det.buyer_state).put("buyer_zip", &det.buyer_zip).put("seller_state", det.seller_state.unwrap_or("")).put("seller_zip", &det.seller_zip);
     o.put("sourcing_rule", det.sourcing.as_str()).put("marketplace_role", det.marketplace_role).put("local_rate", &ratio(det.local_rate)).put("combined_rate", &ratio(det.applied_combined_rate()));
     o.put("jurisdiction", &det.jurisdiction).put("transaction_type", det.transaction_type).put("transaction_category", det.category).put("work_type", det.work_type);
@@ -438,13 +438,13 @@ fn write_head(o: &mut Obj, det: &Determination) {
 
 fn write_middle(o: &mut Obj, det: &Determination) {
     o.obj("confidence", |o| {
-        o.put("score", &det.confidence_score).put("level", det.confidence_level).put("factors", det.confidence_factors.as_slice());
+        o.put("score", &det.confidence_score).put("level", det.confidence_level.as_str()).put("factors", det.confidence_factors.as_slice());
     });
 }
 
 fn write_rest(o: &mut Obj, det: &Determination) {
     o.list("routing", &det.routing, |o, r| {
-        o.put("type", r.kind).put("amount", &cents(r.amount)).put("destination", &r.destination).put("jurisdiction", &r.jurisdiction);
+        o.put("type", r.kind.as_str()).put("amount", &cents(r.amount)).put("destination", &r.destination).put("jurisdiction", &r.jurisdiction);
     });
     o.put("total_tax", &cents(det.total_tax)).put("nexus_configured", &det.nexus_configured).put("classification_note", &classification_note(det));
     o.put("disclaimer", DISCLAIMER).put("collected_by_marketplace", &det.collected_by_marketplace);
@@ -458,10 +458,10 @@ fn write_rest(o: &mut Obj, det: &Determination) {
         o.obj("exemption", |o| {
             o.put("type", "exemption_certificate").put("certificate", cert);
         });
-    } else if let Some(l) = det.legs.iter().find(|l| l.result != "taxable") {
-        if det.legs.iter().all(|l| l.result != "taxable") {
+    } else if let Some(l) = det.legs.iter().find(|l| !l.result.is_taxable()) {
+        if det.legs.iter().all(|l| !l.result.is_taxable()) {
             o.obj("exemption", |o| {
-                o.put("type", &l.result).put("reason", &l.reason).put("citation", &l.citation.cite);
+                o.put("type", l.result.as_str()).put("reason", &l.reason).put("citation", &l.citation.cite);
             });
         }
     }
@@ -483,9 +483,9 @@ fn write_rest(o: &mut Obj, det: &Determination) {
 }
 
 fn write_audit_trail(o: &mut Obj, det: &Determination) {
-    let taxable = det.legs.iter().any(|l| l.result == "taxable");
+    let taxable = det.legs.iter().any(|l| l.result.is_taxable());
     o.put("engine_version", &det.engine_version).put("rules_version", &det.rules_version).put("as_of", &det.as_of.to_string());
-    let local_applied = det.legs.iter().any(|l| l.result == "taxable" && !l.local_rate.is_zero());
+    let local_applied = det.legs.iter().any(|l| l.result.is_taxable() && !l.local_rate.is_zero());
     o.array("jurisdiction_chain", |a| {
         a.obj(|o| {
             o.put("level", "state").put("name", &det.buyer_state_name).put("rate", &ratio(det.state_rate)).put("applied", &taxable).put("source", &Cite(&det.state_rate_citation));
@@ -504,7 +504,7 @@ fn write_audit_trail(o: &mut Obj, det: &Determination) {
     o.put("combined_rate", &ratio(det.applied_combined_rate()));
     o.obj("classification", |o| {
         o.put("input_transaction_type", det.transaction_type).put("input_work_type", &det.input_work_type).put("resolved_work_type", det.work_type);
-        o.put("work_type_source", det.work_type_source).put("economic_category", det.category).put("label", &det.work_type_label);
+        o.put("work_type_source", det.work_type_source.as_str()).put("economic_category", det.category).put("label", &det.work_type_label);
         o.put("digital_content_type_applied", &det.digital_content_type_applied);
     });
     let first = det.legs.first();
@@ -522,11 +522,11 @@ fn write_audit_trail(o: &mut Obj, det: &Determination) {
             });
         }
     });
-    let checked = det.trace.iter().filter(|s| matches!(s.stage, "taxability" | "exemption" | "nexus" | "marketplace"));
+    let checked = det.trace.iter().filter(|s| matches!(s.stage, Stage::Taxability | Stage::Exemption | Stage::Nexus | Stage::Marketplace));
     o.list("exemptions_evaluated", checked, |o, step| {
-        o.put("check", step.rule.as_deref().unwrap_or(step.stage)).put("result", &step.result).put("detail", step.stage);
+        o.put("check", step.rule.as_deref().unwrap_or(step.stage.as_str())).put("result", &step.result).put("detail", step.stage.as_str());
     });
-    o.put("final_determination", &det.final_determination);
+    o.put("final_determination", det.final_determination.as_str());
     o.array("policy_references", |a| {
         for l in &det.legs {
             a.obj(|o| {

@@ -495,7 +495,7 @@ impl Ledger {
             };
             let det = &prepared.det;
             let (tracking, advisories) = det.with_vendor_prior(&self.registry, req, from_micros(priors[n]).normalize());
-            if det.role == "seller" && det.counts_toward_nexus_threshold != Some(false) {
+            if det.role == crate::engine::Role::Seller && det.counts_toward_nexus_threshold != Some(false) {
                 let month = today.year() * 100 + today.month() as i32;
                 sales.push(Sale { entity_id, state: det.buyer_state, month, micros: payments[n].micros });
             }

@@ -7,7 +7,8 @@ use chrono::NaiveDate;
 
 use super::ast::{Cond, Sourcing, TaxOutcome};
 use super::check;
-use super::diag::{display_path, Diagnostic, SourceMap, Span};
+use super::compile::{compile, JurisdictionParts, Parts};
+use super::diag::{display_path, Diagnostic, Severity, SourceMap, Span};
 use super::parse;
 use super::read::{self, expr, seq, Diags, Fields};
 use super::registry::*;
@@ -45,7 +46,7 @@ pub(crate) fn yaml_files(dir: &Path) -> Vec<std::path::PathBuf> {
     files
 }
 
-/// Loads, checks and compiles a rules directory.
+/// Loads, checks and compiles a rules directory: the registry only when no diagnostic is an error.
 pub fn load_dir(dir: &Path) -> (Option<Registry>, Vec<Diagnostic>, SourceMap) {
     load_dir_with(dir, false)
 }
@@ -72,7 +73,7 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
         .and_then(|n| classification(&n, &mut ids, &mut check_codes, &mut d));
     let outside: Vec<bool> = classification.as_ref().map(|c| c.categories.iter().map(|x| x.outside_sales_tax).collect()).unwrap_or_default();
 
-    let mut jurisdictions: Vec<Option<Jurisdiction>> = (0..STATES.len()).map(|_| None).collect();
+    let mut jurisdictions: Vec<Option<JurisdictionParts>> = (0..STATES.len()).map(|_| None).collect();
     let mut first_file: HashMap<usize, Span> = HashMap::new();
     for path in yaml_files(&dir.join("states")) {
         let Some(node) = read_yaml(&path, &mut sources, &mut d) else { continue };
@@ -99,14 +100,15 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
         }
     }
 
-    let mut zips: HashMap<String, ZipArea> = HashMap::new();
+    let mut zips: Vec<ZipArea> = vec![];
+    let mut listed: HashMap<String, usize> = HashMap::new();
     let mut special_taxes = vec![];
     for path in yaml_files(&dir.join("local")) {
         let Some(node) = read_yaml(&path, &mut sources, &mut d) else { continue };
         if path.file_stem().is_some_and(|s| s == "special") {
             special_taxes = special(&node, coverage_from, &mut ids, &mut d);
         } else {
-            local(&node, &path, &mut zips, &mut d);
+            local(&node, &path, &mut zips, &mut listed, &mut d);
         }
     }
 
@@ -126,7 +128,7 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
     let errors = d.iter().any(|x| x.severity == super::diag::Severity::Error);
     let registry = match (errors, head, classification) {
         (false, Some((version, engine_version, coverage_from, changelog)), Some(classification)) => {
-            Some(Registry {
+            Some(compile(Parts {
                 version,
                 engine_version,
                 coverage_from,
@@ -138,11 +140,30 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
                 special_taxes,
                 information_returns,
                 gains,
-            })
+            }))
         }
         _ => None,
     };
     (registry, d, sources)
+}
+
+/// Loads a registry, printing diagnostics; `None` when there were errors.
+pub fn load_or_report(dir: &Path) -> Option<(Registry, SourceMap)> {
+    // LEVY_PARTIAL_RULES=1 lets a directory still being written load without all 51 jurisdictions.
+    let partial = std::env::var("LEVY_PARTIAL_RULES").is_ok_and(|v| v == "1");
+    let (reg, diags, sources) = load_dir_with(dir, partial);
+    print_diagnostics(&diags, &sources);
+    reg.map(|r| (r, sources))
+}
+
+pub fn print_diagnostics(diags: &[Diagnostic], sources: &SourceMap) {
+    for d in diags {
+        eprintln!("{}", sources.render(d));
+    }
+    let errors = diags.iter().filter(|d| d.severity == Severity::Error).count();
+    if errors > 0 {
+        eprintln!("{errors} error{} found", if errors == 1 { "" } else { "s" });
+    }
 }
 
 trait HelpIfNone {
@@ -400,7 +421,7 @@ pub(crate) fn dated_list<T>(f: &Fields, key: &str, what: &str, extra: &[&str], v
     ok.then_some(out)
 }
 
-fn jurisdiction(node: &Node, stem: &str, coverage_from: NaiveDate, outside: &[bool], ids: &mut HashMap<String, Span>, codes: &mut CodeCheck, d: &mut Diags) -> Option<Jurisdiction> {
+fn jurisdiction(node: &Node, stem: &str, coverage_from: NaiveDate, outside: &[bool], ids: &mut HashMap<String, Span>, codes: &mut CodeCheck, d: &mut Diags) -> Option<JurisdictionParts> {
     let what = "a state file";
     let f = Fields::of(node, what, &["jurisdiction", "name", "state_rate", "local_taxes", "sourcing", "economic_nexus", "marketplace_facilitator", "taxability"], d)?;
     let code_node = f.req("jurisdiction", what, d)?;
@@ -498,25 +519,7 @@ fn jurisdiction(node: &Node, stem: &str, coverage_from: NaiveDate, outside: &[bo
     if let Some(l) = &economic_nexus { check::dated(&format!("{code} economic_nexus"), l, coverage_from, d) }
     if let Some(l) = &marketplace { check::dated(&format!("{code} marketplace_facilitator"), l, coverage_from, d) }
 
-    let mut by_category = vec![vec![]; CATEGORIES.len()];
-    let mut content_types_named = vec![];
-    for (pos, r) in taxability.iter().enumerate() {
-        for c in r.when.as_ref().and_then(Cond::category_test).unwrap_or_default() {
-            if let Some(slot) = by_category.get_mut(c as usize) {
-                slot.push(pos as u32);
-            }
-        }
-        if let Some(w) = &r.when {
-            w.visit_facts(&mut |fact, values| {
-                if fact == Fact::digital_content_type {
-                    content_types_named.extend_from_slice(values);
-                }
-            });
-        }
-    }
-    content_types_named.sort_unstable();
-    content_types_named.dedup();
-    Some(Jurisdiction {
+    Some(JurisdictionParts {
         code,
         name: name?,
         state_rate: state_rate?,
@@ -525,12 +528,11 @@ fn jurisdiction(node: &Node, stem: &str, coverage_from: NaiveDate, outside: &[bo
         economic_nexus: economic_nexus?,
         marketplace: marketplace?,
         taxability,
-        by_category,
-        content_types_named,
     })
 }
 
-fn local(node: &Node, path: &Path, zips: &mut HashMap<String, ZipArea>, d: &mut Diags) {
+/// Reads one local rate file into `zips`; `listed` holds the state of every zip read so far.
+fn local(node: &Node, path: &Path, zips: &mut Vec<ZipArea>, listed: &mut HashMap<String, usize>, d: &mut Diags) {
     let what = "a local rate file";
     let Some(f) = Fields::of(node, what, &["jurisdiction", "zips"], d) else { return };
     let Some(code_node) = f.req("jurisdiction", what, d) else { return };
@@ -578,11 +580,12 @@ fn local(node: &Node, path: &Path, zips: &mut HashMap<String, ZipArea>, d: &mut 
             let mut ranges: Vec<check::Range> = layers.iter().filter(|(l, _)| l.name == n).map(|(l, s)| check::Range { from: l.from, to: l.to, span: s }).collect();
             check::dated_ranges(&format!("zip {zip} layer `{n}`"), &mut ranges, None, false, d);
         }
-        if let Some(prev) = zips.get(&zip) {
-            d.push(Diagnostic::error("R602", Some(&k.span), format!("zip `{zip}` is already listed for {}", STATES[prev.state])));
+        if let Some(prev) = listed.get(&zip) {
+            d.push(Diagnostic::error("R602", Some(&k.span), format!("zip `{zip}` is already listed for {}", STATES[*prev])));
             continue;
         }
-        zips.insert(zip.clone(), ZipArea { zip, state, locality, layers: layers.into_iter().map(|(l, _)| l).collect() });
+        listed.insert(zip.clone(), state);
+        zips.push(ZipArea { zip, state, locality, layers: layers.into_iter().map(|(l, _)| l).collect() });
     }
 }
 

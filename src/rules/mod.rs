@@ -1,7 +1,12 @@
 //! The rule language: load (YAML with marks) → parse (pest) → lower (AST) → check → compile.
 //!
-//! `load_dir` runs the whole pipeline over a rules directory and returns either a compiled,
-//! immutable [`Registry`] or every diagnostic found.
+//! - load: [`yaml`] reads each file into marked nodes, [`read`] and [`load`] read their typed fields;
+//! - parse and lower: [`parse`] turns condition and outcome text into the [`ast`];
+//! - check: [`load`] and [`check`] report every error as a located [`diag::Diagnostic`];
+//! - compile: [`compile`] indexes the checked parts into the immutable [`Registry`].
+//!
+//! `load_dir` runs the whole pipeline over a rules directory and returns either the registry or
+//! every diagnostic found.
 
 pub mod ast;
 pub mod diag;
@@ -10,6 +15,7 @@ pub mod schema;
 pub mod yaml;
 pub mod cases;
 pub mod check;
+pub mod compile;
 pub mod load;
 pub mod read;
 pub mod registry;

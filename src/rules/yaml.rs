@@ -1,6 +1,6 @@
 //! Loads YAML into a tree whose every node keeps its file, line and column.
 //!
-//! serde_yaml forgets where a value came from; analysts need a caret under the offending text, so
+//! A serde deserializer forgets where a value came from; analysts need a caret under the offending text, so
 //! rule files are read through yaml-rust2's event parser into [`Node`]s instead. Duplicate keys,
 //! anchors and aliases are rejected here (a rule file is plain data).
 
