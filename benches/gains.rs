@@ -84,7 +84,7 @@ fn engine(c: &mut Criterion) {
     let book = lots();
     let sold = NaiveDate::from_ymd_opt(2026, 6, 1).unwrap();
     let q = Decimal::new(400_000_000, 8); // 4 units: three lots of 1.5
-    let proceeds = Decimal::new(40_000_00, 2);
+    let proceeds = Decimal::new(4_000_000, 2); // 40,000.00
     let mut g = c.benchmark_group("gains engine, 100,000 open lots");
     g.bench_function("baseline: scan all lots (sum remaining quantity)", |b| b.iter(|| black_box(book.iter().map(|l| l.remaining_quantity).sum::<Decimal>())));
     g.bench_function("FIFO sell of 4 units", |b| b.iter(|| black_box(match_sell(book.iter(), q, proceeds, sold, 12).map(|v| v.len()))));

@@ -1,5 +1,4 @@
 //! The `levy` binary: the analysts' rule commands (and, with the service, `serve` and `migrate`).
-#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;

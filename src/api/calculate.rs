@@ -113,7 +113,7 @@ enum Next {
     /// The stored response of an earlier call with the same Idempotency-Key.
     Replay(String),
     /// To the ledger batch, with the Idempotency-Key it claimed.
-    Record(LiveRequest, Option<String>),
+    Record(Box<LiveRequest>, Option<String>),
 }
 
 impl AppState {
@@ -133,7 +133,8 @@ impl AppState {
                 return Err(e);
             }
         };
-        let entry = Entry::new(live.request, live.raw, live.prefix, None, None);
+        let LiveRequest { request, raw, prefix } = *live;
+        let entry = Entry::new(request, raw, prefix, None, None);
         let source = Source::Calculate { idempotency_key: idem.clone() };
         let payer = Payer::ApiKey { key_id: owner.key_id.clone(), entity_id: owner.entity_id.clone() };
         let mut job = Job { payer, entries: vec![entry], source, now_ms };
@@ -165,7 +166,7 @@ impl AppState {
             }
         }
         match parse_live(value, "") {
-            Ok(live) => Ok(Next::Record(live, idem)),
+            Ok(live) => Ok(Next::Record(Box::new(live), idem)),
             Err(errors) => {
                 if let Some(k) = &idem {
                     self.release_idempotency_key(entity_id, k).await;

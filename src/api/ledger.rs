@@ -258,6 +258,9 @@ pub fn parse_since(text: &str) -> Result<i64, String> {
     Err(format!("`{text}` is not an ISO 8601 date (2026-01-31) or date-time (2026-01-31T12:00:00Z)"))
 }
 
+/// What an ingest record showed of itself: its external id and metadata, as sent.
+type Shown = (Option<String>, Option<Map<String, Value>>);
+
 impl AppState {
     /// Validates and records an ingest request (see `LedgerApi::ingest`).
     async fn ingest(self: &Arc<Self>, auth: &KeyAuth, body: &JsonBody<IngestBody>) -> Result<IngestResponses, ApiError> {
@@ -283,7 +286,7 @@ impl AppState {
         let items: Vec<IngestItem> = items.into_iter().flatten().collect();
         // The same external id twice in one batch is the caller's retry folded in: the second is its duplicate.
         let now_ms = s.clock.now_ms();
-        let shown: Vec<(Option<String>, Option<Map<String, Value>>)> = items.iter().map(|i| (i.external_tx_id.clone(), i.metadata.clone())).collect();
+        let shown: Vec<Shown> = items.iter().map(|i| (i.external_tx_id.clone(), i.metadata.clone())).collect();
         let entries = items.into_iter().map(|i| Entry::new(i.live.request, i.live.raw, i.live.prefix, i.external_tx_id, i.metadata)).collect();
         let payer = Payer::ApiKey { key_id: key.key_id.clone(), entity_id: key.entity_id.clone() };
         let mut job = Job { payer, entries, source: Source::Ingest, now_ms };

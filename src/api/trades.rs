@@ -313,6 +313,7 @@ impl TradesApi {
     /// open lots, remaining basis, realized short- and long-term gain or loss after wash-sale adjustments, and
     /// the losses disallowed as wash sales.
     #[oai(path = "/trades", method = "get", operation_id = "listTrades")]
+    #[allow(clippy::too_many_arguments, reason = "one argument per query parameter, as poem-openapi takes them")]
     async fn list(
         &self,
         auth: KeyAuth,

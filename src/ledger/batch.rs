@@ -152,7 +152,7 @@ pub enum EntryOutcome {
     /// Written now; the full calculate body's text, as stored.
     New { calculation: String },
     /// Already in the ledger (or earlier in this request): the original row, not written again.
-    Duplicate(transaction::Model),
+    Duplicate(Box<transaction::Model>),
 }
 
 /// A job's result from its batch, and for a calculate call paid by a key its count in the key's burst window
@@ -223,7 +223,7 @@ impl<'j> Plan<'j> {
                 let key = entry.external_tx_id.as_deref().filter(|_| matches!(job.source, Source::Ingest)).map(|x| (job.payer.entity_id(), x));
                 let existing = key.and_then(|(a, x)| known.existing.get(&(a.to_string(), x.to_string())));
                 let slot = match (existing, key.and_then(|k| in_batch.get(&k))) {
-                    (Some(row), _) => Slot::Existing(row.clone()),
+                    (Some(row), _) => Slot::Existing(Box::new(row.clone())),
                     (None, Some(&n)) => Slot::SameAs(n),
                     (None, None) => {
                         if let Some(k) = key {
@@ -287,7 +287,7 @@ fn day(ms: i64) -> NaiveDate {
 
 /// Where an entry's row comes from.
 enum Slot {
-    Existing(transaction::Model),
+    Existing(Box<transaction::Model>),
     /// The same external id earlier in this batch: that new row.
     SameAs(usize),
     New(usize),
@@ -558,7 +558,7 @@ impl Ledger {
                 .into_iter()
                 .map(|slot| match slot {
                     Slot::Existing(row) => EntryOutcome::Duplicate(row),
-                    Slot::SameAs(n) => EntryOutcome::Duplicate(rows[n].clone()),
+                    Slot::SameAs(n) => EntryOutcome::Duplicate(Box::new(rows[n].clone())),
                     Slot::New(n) => EntryOutcome::New { calculation: rows[n].result.clone() },
                 })
                 .collect();

@@ -213,6 +213,9 @@ pub struct Registry {
     pub gains: super::gains::GainsRules,
 }
 
+/// A rule found by id: its jurisdiction, and the rule (a taxability rule or a sourcing rule).
+pub type FoundRule<'a> = (&'a Jurisdiction, Option<&'a Rule<TaxOutcome>>, Option<&'a Rule<Sourcing>>);
+
 impl Registry {
     pub fn advisory(&self, code: &str) -> Option<&AdvisoryDef> {
         self.advisories.iter().find(|a| a.code == code)
@@ -237,7 +240,7 @@ impl Registry {
     }
 
     /// Finds a taxability or sourcing rule by id, with its jurisdiction.
-    pub fn find_rule(&self, id: &str) -> Option<(&Jurisdiction, Option<&Rule<TaxOutcome>>, Option<&Rule<Sourcing>>)> {
+    pub fn find_rule(&self, id: &str) -> Option<FoundRule<'_>> {
         self.all_jurisdictions().find_map(|j| {
             if let Some(r) = j.taxability.iter().find(|r| r.id == id) {
                 return Some((j, Some(r), None));

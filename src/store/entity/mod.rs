@@ -4,6 +4,7 @@ pub mod agent;
 pub mod api_key;
 pub mod counter;
 pub mod disposition;
+#[allow(clippy::module_inception, reason = "the accounts table is `entities`, the spec's word for an account")]
 pub mod entity;
 pub mod idempotency;
 pub mod lot;
