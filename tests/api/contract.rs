@@ -255,3 +255,29 @@ async fn documented_request_enums_are_the_validated_lists() {
     assert_eq!(schema(&doc, "SupportKind")["enum"], json!(["help_desk_only", "technical"]));
     assert_eq!(schema(&doc, "Deliverable")["enum"], json!(["source_code", "compiled_artifact", "hosted_access", "other"]));
 }
+
+/// The document's bounds and patterns are the constants the service checks with, not copies that can drift.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documented_constraints_are_the_checked_ones() {
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let doc: Value = serde_json::from_str(&levy::api::openapi_json(app.state.clone())).unwrap();
+    // The smallest amount is the smallest kept (28 decimal places, cut toward zero).
+    let min = schema(&doc, "CalculateRequest")["properties"]["amount"]["minimum"].as_f64().unwrap();
+    assert_eq!(min, format!("1e-{}", levy::validate::MAX_SCALE).parse::<f64>().unwrap());
+    // The asset symbol: the body's attribute, the query parameter's and the checker's agree.
+    let symbol = levy::api::schema::gains::SYMBOL_PATTERN;
+    assert_eq!(schema(&doc, "TradeBody")["properties"]["asset_symbol"]["pattern"], json!(symbol));
+    let list = doc["paths"]["/api/v1/trades"]["get"]["parameters"].as_array().unwrap();
+    let param = list.iter().find(|p| p["name"] == json!("asset_symbol")).unwrap();
+    assert_eq!(param["schema"]["pattern"], json!(symbol));
+    for (s, ok) in [("BTC", true), ("brk.b", true), ("A-1_2", true), ("", false), ("A B", false), (&"X".repeat(51), false)] {
+        assert_eq!(levy::gains::request::is_symbol(s), ok, "{s:?}");
+    }
+    // The Idempotency-Key, on both operations that take it.
+    for path in ["/api/v1/calculate", "/api/v1/trades"] {
+        let list = doc["paths"][path]["post"]["parameters"].as_array().unwrap();
+        let header = list.iter().find(|p| p["name"] == json!("Idempotency-Key")).unwrap();
+        assert_eq!(header["schema"]["pattern"], json!(levy::api::idempotency::key_pattern()), "{path}");
+        assert_eq!(header["schema"]["maxLength"], json!(levy::api::idempotency::MAX_KEY_LEN), "{path}");
+    }
+}
