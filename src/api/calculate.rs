@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::clock::iso;
 use poem_openapi::param::Header;
+use super::schema::param::{IdempotencyKey, Param};
 use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::Value;
 
@@ -27,7 +28,7 @@ pub struct CalculateApi(pub Arc<AppState>);
     header(name = "X-RateLimit-Limit", ty = "i64", description = "Keyed: calls allowed per 60-second window for this key (120). Demo: calls allowed per UTC day (50)."),
     header(name = "X-RateLimit-Remaining", ty = "i64", description = "Calls left in that window."),
     header(name = "X-RateLimit-Reset", ty = "i64", description = "Unix time (seconds) at which that window resets."),
-    header(name = "X-Idempotency-Status", ty = "String", description = "`cached` when this is the stored response of an earlier request with the same Idempotency-Key.")
+    header(name = "X-Idempotency-Status", ty = "Option<String>", description = "`cached` when this is the stored response of an earlier request with the same Idempotency-Key.")
 )]
 pub enum CalculateResponse {
     /// The determination: the full answer with an API key (recorded in the ledger), the demo answer without.
@@ -61,14 +62,15 @@ impl CalculateApi {
         auth: KeyOrDemo,
         /// Makes a keyed retry safe: same key and body within 24 hours replays the stored response.
         #[oai(name = "Idempotency-Key")]
-        idempotency_key: Header<Option<String>>,
+        _idempotency_key: Header<Option<Param<IdempotencyKey>>>,
+        req: &poem::Request,
         body: JsonBody<CalculateRequest>,
     ) -> Result<CalculateResponse, CalculateErrors> {
         let s = &self.0;
         let Some(key) = auth.key() else {
             return Ok(s.demo_calculation(&body).await?);
         };
-        match s.keyed_calculation(&key, idempotency_key.0.as_deref(), &body).await {
+        match s.keyed_calculation(&key, super::idempotency::header_text(req).as_deref(), &body).await {
             Ok(text) => Ok(CalculateResponse::Ok(JsonText::new(text))),
             // The key came from this instance's cache: a refusal that did not come from the ledger batch (which
             // checks the key) is a 401 if the key has been revoked meanwhile.

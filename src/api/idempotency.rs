@@ -24,10 +24,25 @@ pub const KEY_LIFETIME_MS: i64 = 24 * 3600 * 1000;
 const WAIT_FOR_FIRST: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(20);
 
+/// The longest Idempotency-Key, in characters (all visible ASCII, `!` to `~`).
+pub const MAX_KEY_LEN: usize = 255;
+
+/// The Idempotency-Key header as the document states it (`schema::param::IdempotencyKey`).
+pub fn key_pattern() -> String {
+    format!("^[!-~]{{1,{MAX_KEY_LEN}}}$")
+}
+
+/// The Idempotency-Key header as sent, bytes outside visible ASCII included (as U+FFFD or themselves), so that
+/// [`parse_key`] refuses them: a typed header parameter would read such a value as no key at all, and the
+/// retry it was meant to protect would be recorded twice.
+pub fn header_text(req: &poem::Request) -> Option<String> {
+    req.headers().get("idempotency-key").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
 /// The Idempotency-Key header, checked; `None` when absent.
 pub fn parse_key(header: Option<&str>) -> Result<Option<String>, ApiError> {
     let Some(k) = header else { return Ok(None) };
-    if (1..=255).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()) {
+    if (1..=MAX_KEY_LEN).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()) {
         Ok(Some(k.to_string()))
     } else {
         Err(ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::IdempotencyKeyInvalid, "Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID is a good choice)"))

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::auth::KeyAuth;
 use crate::clock::iso;
 use super::error::{ApiError, ErrorCode};
-use super::payload::{JsonBody, JsonText};
+use super::payload::{JsonBody, JsonText, OptionalJsonBody};
 use super::schema::accounts::{KeyCreateRequest, KeyCreated, KeyList, RevokeRequest, RevokeResponse};
 use super::{ApiTags, AppState};
 use crate::error_responses;
@@ -98,7 +98,7 @@ impl KeysApi {
 
     /// Create an API key (live only; shown once)
     #[oai(path = "/keys", method = "post", operation_id = "createKey")]
-    async fn create(&self, auth: KeyAuth, body: JsonBody<KeyCreateRequest>) -> Result<CreateKeyResponses, CreateKeyErrors> {
+    async fn create(&self, auth: KeyAuth, OptionalJsonBody(body): OptionalJsonBody<KeyCreateRequest>) -> Result<CreateKeyResponses, CreateKeyErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
         let empty = json!({});
@@ -129,7 +129,8 @@ impl KeysApi {
     async fn revoke(
         &self,
         auth: KeyAuth,
-        /// Alternative to the body's prefix.
+        /// Alternative to the body's prefix: the key's first 16 characters.
+        #[oai(validator(min_length = 16, max_length = 16))]
         prefix: Query<Option<String>>,
         body: JsonBody<RevokeRequest>,
     ) -> Result<RevokeKeyResponses, RevokeKeyErrors> {

@@ -11,7 +11,9 @@ use super::calculate::{parse_live, LiveRequest};
 use crate::clock::iso;
 use super::error::ApiError;
 use super::payload::{JsonBody, JsonText};
+use super::schema::calculate::{Role, TransactionType};
 use super::schema::ledger::{IngestBody, IngestResponse, TransactionList};
+use super::schema::param::{text, DateOrDateTime, Param, StateParam};
 use crate::ledger::{Entry, EntryOutcome, Job, Payer, Source};
 use super::{ApiTags, AppState};
 use crate::error_responses;
@@ -53,7 +55,7 @@ pub enum ListResponses {
 }
 
 error_responses!(ListErrors {
-    400 => BadRequest: "INVALID_INPUT: a query parameter is invalid (role, state, buyer_state, transaction_type, since, limit, offset), state and buyer_state differ, or a parameter it does not list.",
+    400 => BadRequest: "INVALID_INPUT: a query parameter is invalid (role, state, buyer_state, transaction_type, since, limit, offset) or a parameter it does not list.",
     401 => Unauthorized: "UNAUTHORIZED.",
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
@@ -170,15 +172,15 @@ impl LedgerApi {
         &self,
         auth: KeyAuth,
         /// seller or buyer.
-        role: Query<Option<String>>,
+        role: Query<Option<Param<Role>>>,
         /// Two-letter buyer state (lowercase accepted).
-        state: Query<Option<String>>,
-        /// The same filter as `state`, under the reference SDK's name; with both, they must be the same state.
-        buyer_state: Query<Option<String>>,
+        state: Query<Option<Param<StateParam>>>,
+        /// The same filter as `state`, under the reference SDK's name; with both, a record must match both (two different states match none).
+        buyer_state: Query<Option<Param<StateParam>>>,
         /// One of the 19 transaction types; a record that sent none is saas (the contract's default).
-        transaction_type: Query<Option<String>>,
+        transaction_type: Query<Option<Param<TransactionType>>>,
         /// Lower bound on the record time: an ISO 8601 date (2026-01-01, from 00:00 UTC) or date-time.
-        since: Query<Option<String>>,
+        since: Query<Option<Param<DateOrDateTime>>>,
         /// 1 to 1000, default 100.
         #[oai(validator(minimum(value = "1"), maximum(value = "1000")))]
         limit: Query<Option<i64>>,
@@ -188,6 +190,7 @@ impl LedgerApi {
     ) -> Result<ListResponses, ListErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
+        let (role, state, buyer_state, transaction_type, since) = (text(role), text(state), text(buyer_state), text(transaction_type), text(since));
         let mut errors = Vec::new();
         let role = role.0.filter(|r| {
             let ok = r == "seller" || r == "buyer";
@@ -208,13 +211,9 @@ impl LedgerApi {
             },
         };
         let (by_state, by_buyer_state) = (state_of("state", state.0), state_of("buyer_state", buyer_state.0));
-        let state = match (by_state, by_buyer_state) {
-            (Some(a), Some(b)) if a != b => {
-                errors.push(format!("buyer_state: `{b}` differs from state `{a}`; they name the same filter, so send one"));
-                None
-            }
-            (a, b) => a.or(b),
-        };
+        // Filters combine: two different states select nothing (a record has one buyer state).
+        let disjoint = matches!((&by_state, &by_buyer_state), (Some(a), Some(b)) if a != b);
+        let state = by_state.or(by_buyer_state);
         let transaction_type = transaction_type.0.filter(|tt| {
             let ok = TRANSACTION_TYPES.contains(&tt.as_str());
             if !ok {
@@ -238,7 +237,7 @@ impl LedgerApi {
             return Err(ApiError::invalid(errors).into());
         }
         let filter = TransactionFilter { role, state, transaction_type, since_ms, limit, offset };
-        let rows = s.store.list_transactions(&owner.entity.id, &filter).await.map_err(ApiError::from)?;
+        let rows = if disjoint { Vec::new() } else { s.store.list_transactions(&owner.entity.id, &filter).await.map_err(ApiError::from)? };
         let list: Vec<Value> = rows.iter().map(transaction_view).collect();
         Ok(ListResponses::Ok(JsonText::value(&json!({"success": true, "count": list.len(), "transactions": list}))))
     }

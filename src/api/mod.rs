@@ -113,7 +113,79 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
 
 /// The OpenAPI document as served at /api/v1/openapi.json (no live state needed to produce it).
 pub fn openapi_json(state: Arc<AppState>) -> String {
-    openapi_service(state).spec()
+    document(&openapi_service(state))
+}
+
+/// The service's document, with two conventions the derives cannot state:
+/// - a property that a schema does not require may also be `null`: requests treat `null` as absent
+///   (`validate::Checker`), and responses send `null` for a value that does not apply (`revoked_at` of a live
+///   key, `buyer_zip` without a zip);
+/// - request objects with listed properties take no others (`additionalProperties: false`): every request
+///   parser reports unknown fields (`Checker::unknown_fields`). Free-form objects (`metadata`) list none.
+fn document(service: &OpenApiService<Apis, ()>) -> String {
+    let mut doc: serde_json::Value = serde_json::from_str(&service.spec()).expect("poem-openapi writes JSON");
+    let mut requests = Vec::new();
+    for op in doc["paths"].as_object().into_iter().flat_map(|p| p.values()).filter_map(|m| m.as_object()).flat_map(|m| m.values()) {
+        for media in op["requestBody"]["content"].as_object().into_iter().flat_map(|c| c.values()) {
+            collect_refs(&doc, &media["schema"], &mut requests);
+        }
+    }
+    for name in &requests {
+        if let Some(schema) = doc.pointer_mut(&format!("/components/schemas/{name}")) {
+            close_objects(schema);
+        }
+    }
+    if let Some(schemas) = doc.pointer_mut("/components/schemas").and_then(|s| s.as_object_mut()) {
+        for schema in schemas.values_mut() {
+            let required: Vec<String> = schema["required"].as_array().into_iter().flatten().filter_map(|r| r.as_str().map(str::to_string)).collect();
+            let Some(props) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) else { continue };
+            for (name, prop) in props.iter_mut() {
+                if required.contains(name) {
+                    continue;
+                }
+                if let Some(target) = prop.get("$ref").cloned() {
+                    // OpenAPI 3.0 ignores a $ref's siblings: wrap it.
+                    *prop = serde_json::json!({"allOf": [{"$ref": target}]});
+                }
+                prop["nullable"] = serde_json::Value::Bool(true);
+                if let Some(values) = prop.get_mut("enum").and_then(|e| e.as_array_mut()) {
+                    values.push(serde_json::Value::Null);
+                }
+            }
+        }
+    }
+    serde_json::to_string_pretty(&doc).expect("a JSON value serialises")
+}
+
+/// The component schemas `schema` refers to, directly or through others.
+fn collect_refs(doc: &serde_json::Value, schema: &serde_json::Value, out: &mut Vec<String>) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if let Some(name) = map.get("$ref").and_then(|r| r.as_str()).and_then(|r| r.strip_prefix("#/components/schemas/")) {
+                if !out.iter().any(|n| n == name) {
+                    out.push(name.to_string());
+                    collect_refs(doc, &doc["components"]["schemas"][name], out);
+                }
+            }
+            map.values().for_each(|v| collect_refs(doc, v, out));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_refs(doc, v, out)),
+        _ => {}
+    }
+}
+
+/// `additionalProperties: false` on every object of `schema` (inline ones included) that lists its properties.
+fn close_objects(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if map.get("properties").is_some_and(|p| p.as_object().is_some_and(|p| !p.is_empty())) && !map.contains_key("additionalProperties") {
+                map.insert("additionalProperties".into(), serde_json::Value::Bool(false));
+            }
+            map.values_mut().for_each(close_objects);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(close_objects),
+        _ => {}
+    }
 }
 
 fn allowed_methods(spec: &str) -> HashMap<String, Vec<String>> {
@@ -133,7 +205,7 @@ fn allowed_methods(spec: &str) -> HashMap<String, Vec<String>> {
 pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Output = poem::Response> {
     let bounds = state.limits.bounds;
     let service = openapi_service(state);
-    let spec = service.spec();
+    let spec = document(&service);
     let allow = Arc::new(allowed_methods(&spec));
     let queries = Arc::new(query::QueryParameters::from_spec(&spec));
     let docs = service.swagger_ui();

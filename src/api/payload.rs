@@ -175,6 +175,27 @@ impl<'a, T: Type> ApiExtractor<'a> for JsonBody<T> {
     }
 }
 
+/// A JSON body that may also be left out (documented `required: false`): the handler reads an empty one as `{}`.
+pub struct OptionalJsonBody<T>(pub JsonBody<T>);
+
+impl<'a, T: Type> ApiExtractor<'a> for OptionalJsonBody<T> {
+    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
+    type ParamType = ();
+    type ParamRawType = ();
+
+    fn register(registry: &mut Registry) {
+        <JsonBody<T> as Payload>::register(registry);
+    }
+
+    fn request_meta() -> Option<MetaRequest> {
+        JsonBody::<T>::request_meta().map(|m| MetaRequest { required: false, ..m })
+    }
+
+    async fn from_request(request: &'a Request, body: &mut RequestBody, _opts: ExtractParamOptions<Self::ParamType>) -> poem::Result<Self> {
+        <JsonBody<T> as ParsePayload>::from_request(request, body).await.map(OptionalJsonBody)
+    }
+}
+
 /// A JSON response body, already serialised, documented with the schema of `T`.
 pub struct JsonText<T> {
     pub body: String,

@@ -25,7 +25,8 @@ use super::error::ApiError;
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::ledger::parse_since;
 use super::payload::{JsonBody, JsonText};
-use super::schema::gains::{CapitalGainsRates, Export1099Da, TradeBody, TradeList, TradeResult};
+use super::schema::gains::{CapitalGainsRates, Export1099Da, TradeBody, TradeList, TradeResult, TradeType};
+use super::schema::param::{text, DateOrDateTime, IdempotencyKey, GainsFormat, PageLimit, PageOffset, Param, StateParam, SymbolParam, TaxYear, TrueFalse};
 use super::{ApiTags, AppState, API_VERSION};
 use crate::engine::determine::pct;
 use crate::engine::render::{money, num, DISCLAIMER};
@@ -54,7 +55,7 @@ const LOT_PAGE: u64 = 64;
     header(name = "X-RateLimit-Limit", ty = "i64", description = "Calls allowed per 60-second window for this key (120)."),
     header(name = "X-RateLimit-Remaining", ty = "i64", description = "Calls left in that window."),
     header(name = "X-RateLimit-Reset", ty = "i64", description = "Unix time (seconds) at which that window resets."),
-    header(name = "X-Idempotency-Status", ty = "String", description = "`cached` when this is the stored response of an earlier request with the same Idempotency-Key.")
+    header(name = "X-Idempotency-Status", ty = "Option<String>", description = "`cached` when this is the stored response of an earlier request with the same Idempotency-Key.")
 )]
 pub enum TradeResponse {
     /// The trade was recorded: a buy with its lot, a sell with every lot it consumed, its gain and the estimates.
@@ -284,14 +285,15 @@ impl TradesApi {
         auth: KeyAuth,
         /// Makes a retry safe: same key and body within 24 hours replays the stored response, writing nothing.
         #[oai(name = "Idempotency-Key")]
-        idempotency_key: Header<Option<String>>,
+        _idempotency_key: Header<Option<Param<IdempotencyKey>>>,
+        req: &poem::Request,
         body: JsonBody<TradeBody>,
     ) -> Result<TradeResponse, TradeErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
         s.check_burst(&owner.key_id).await?;
         let value = body.value()?;
-        let idem = parse_key(idempotency_key.0.as_deref())?;
+        let idem = parse_key(super::idempotency::header_text(req).as_deref())?;
         let req = parse_trade(value, s.clock.now()).map_err(|e| ApiError::fields(&e))?;
         let entity_id = owner.entity.id.clone();
         if let Some(k) = &idem {
@@ -318,19 +320,20 @@ impl TradesApi {
         &self,
         auth: KeyAuth,
         /// One asset (case-insensitive).
-        asset_symbol: Query<Option<String>>,
+        asset_symbol: Query<Option<Param<SymbolParam>>>,
         /// buy or sell.
-        trade_type: Query<Option<String>>,
+        trade_type: Query<Option<Param<TradeType>>>,
         /// Trades dated at or after: an ISO 8601 date (from 00:00 UTC) or date-time.
-        since: Query<Option<String>>,
+        since: Query<Option<Param<DateOrDateTime>>>,
         /// Trades dated at or before: an ISO 8601 date (through 23:59:59.999 UTC) or date-time.
-        until: Query<Option<String>>,
+        until: Query<Option<Param<DateOrDateTime>>>,
         /// 1 to 1000, default 100.
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Param<PageLimit>>>,
         /// Trades to skip, default 0.
-        offset: Query<Option<i64>>,
+        offset: Query<Option<Param<PageOffset>>>,
     ) -> Result<TradeListResponse, TradeListErrors> {
         let s = &self.0;
+        let (asset_symbol, trade_type, since, until) = (text(asset_symbol), text(trade_type), text(since), text(until));
         let owner = s.authenticate(&auth).await?;
         let mut errors = vec![];
         let symbol = asset_symbol.0.map(|x| x.to_ascii_uppercase());
@@ -357,11 +360,13 @@ impl TradesApi {
         };
         let since_ms = bound("since", since.0, false);
         let until_ms = bound("until", until.0, true);
-        let limit = limit.0.unwrap_or(100);
+        // Read here rather than by the parameter types, so that every invalid parameter is reported at once.
+        let whole = |t: String| t.trim().parse::<i64>().unwrap_or(i64::MIN);
+        let limit = text(limit).0.map(whole).unwrap_or(100);
         if !(1..=1000).contains(&limit) {
             errors.push("limit: must be between 1 and 1000".into());
         }
-        let offset = offset.0.unwrap_or(0);
+        let offset = text(offset).0.map(whole).unwrap_or(0);
         if offset < 0 {
             errors.push("offset: must be 0 or more".into());
         }
@@ -407,9 +412,10 @@ impl TradesApi {
         &self,
         auth: KeyAuth,
         /// Tax year, 2020 to 2030; default the current year.
-        year: Query<Option<String>>,
+        year: Query<Option<Param<TaxYear>>>,
     ) -> Result<ExportResponse, ExportErrors> {
         let s = &self.0;
+        let year = text(year);
         let owner = s.authenticate(&auth).await?;
         let now = s.clock.now();
         let year = match year.0 {
@@ -440,14 +446,15 @@ impl RatesApi {
     #[oai(path = "/rates/capital-gains", method = "get", operation_id = "capitalGainsRates")]
     async fn rates(
         &self,
-        /// One state (two letters, any case) instead of all 51.
-        state: Query<Option<String>>,
+        /// One state (two letters, upper or lower case) instead of all 51.
+        state: Query<Option<Param<StateParam>>>,
         /// compact, or full (the default).
-        format: Query<Option<String>>,
+        format: Query<Option<Param<GainsFormat>>>,
         /// true adds an explanation block (with state).
-        explain: Query<Option<String>>,
+        explain: Query<Option<Param<TrueFalse>>>,
     ) -> Result<RatesResponse, RatesErrors> {
         let s = &self.0;
+        let (state, format, explain) = (text(state), text(format), text(explain));
         let mut errors = vec![];
         let one = match state.0 {
             None => None,

@@ -155,7 +155,13 @@ fn validated_values(field: &str) -> Option<Vec<&'static str>> {
         "asset_class" => ASSET_CLASSES.to_vec(),
         // Checked where they are read, with these literal lists (src/api/accounts.rs, src/api/keys.rs).
         "network_visibility" => vec!["public", "private"],
-        "type" => vec!["live", "test"],
+        // Query parameters of GET /rates/capital-gains (src/api/trades.rs).
+        "format" => vec!["compact", "full"],
+        "explain" => vec!["true", "false"],
+        // Signup's state and the query parameters' states are read in either case (compared upper-cased below).
+        "state" => STATES.to_vec(),
+        // `test` passes the list check and is then refused: test keys are on the spec's roadmap, not available.
+        "type" => vec!["live"],
         _ => return None,
     })
 }
@@ -175,7 +181,8 @@ fn documented_request_enums(doc: &Value) -> Vec<(String, String, Vec<String>)> {
     fn walk(doc: &Value, at: &str, field: &str, schema: &Value, seen: &mut Vec<String>, out: &mut Vec<(String, String, Vec<String>)>) {
         let s = resolve(doc, schema);
         if let Some(values) = s.get("enum").and_then(Value::as_array) {
-            out.push((at.to_string(), field.to_string(), values.iter().map(|v| v.as_str().unwrap().to_string()).collect()));
+            // A null in the list is the document's "may be null" (`api::document`), not a value the field takes.
+            out.push((at.to_string(), field.to_string(), values.iter().filter_map(|v| v.as_str()).map(str::to_string).collect()));
         }
         for key in ["items", "additionalProperties"] {
             if let Some(inner) = s.get(key).filter(|v| v.is_object()) {
@@ -229,10 +236,48 @@ async fn documented_request_enums_are_the_validated_lists() {
         assert!(fields.contains(&f), "the walk did not reach `{f}` (found {fields:?})");
     }
     for (at, field, documented) in &enums {
+        // A state read in either case documents both; signup's state may also be empty.
+        let documented = &if field.ends_with("state") {
+            let mut upper: Vec<String> = Vec::new();
+            for v in documented.iter().filter(|v| !v.is_empty()).map(|v| v.to_ascii_uppercase()) {
+                if !upper.contains(&v) {
+                    upper.push(v);
+                }
+            }
+            upper
+        } else {
+            documented.clone()
+        };
         let Some(validated) = validated_values(field) else { panic!("{at}: `{field}` documents an enum with no validated list to compare with: {documented:?}") };
         assert_eq!(documented, &validated, "{at}: `{field}` documents {documented:?}, the service validates {validated:?}");
     }
     // The two that drifted: maintenance support_kind (documented `full`, never accepted) and the attestation's deliverable.
     assert_eq!(schema(&doc, "SupportKind")["enum"], json!(["help_desk_only", "technical"]));
     assert_eq!(schema(&doc, "Deliverable")["enum"], json!(["source_code", "compiled_artifact", "hosted_access", "other"]));
+}
+
+/// The document's bounds and patterns are the constants the service checks with, not copies that can drift.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documented_constraints_are_the_checked_ones() {
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let doc: Value = serde_json::from_str(&levy::api::openapi_json(app.state.clone())).unwrap();
+    // The smallest amount is the smallest kept (28 decimal places, cut toward zero).
+    let min = schema(&doc, "CalculateRequest")["properties"]["amount"]["minimum"].as_f64().unwrap();
+    assert_eq!(min, format!("1e-{}", levy::validate::MAX_SCALE).parse::<f64>().unwrap());
+    // The asset symbol: the body's attribute, the query parameter's and the checker's agree.
+    let symbol = levy::api::schema::gains::SYMBOL_PATTERN;
+    assert_eq!(schema(&doc, "TradeBody")["properties"]["asset_symbol"]["pattern"], json!(symbol));
+    let list = doc["paths"]["/api/v1/trades"]["get"]["parameters"].as_array().unwrap();
+    let param = list.iter().find(|p| p["name"] == json!("asset_symbol")).unwrap();
+    assert_eq!(param["schema"]["pattern"], json!(symbol));
+    for (s, ok) in [("BTC", true), ("brk.b", true), ("A-1_2", true), ("", false), ("A B", false), (&"X".repeat(51), false)] {
+        assert_eq!(levy::gains::request::is_symbol(s), ok, "{s:?}");
+    }
+    // The Idempotency-Key, on both operations that take it.
+    for path in ["/api/v1/calculate", "/api/v1/trades"] {
+        let list = doc["paths"][path]["post"]["parameters"].as_array().unwrap();
+        let header = list.iter().find(|p| p["name"] == json!("Idempotency-Key")).unwrap();
+        assert_eq!(header["schema"]["pattern"], json!(levy::api::idempotency::key_pattern()), "{path}");
+        assert_eq!(header["schema"]["maxLength"], json!(levy::api::idempotency::MAX_KEY_LEN), "{path}");
+    }
 }

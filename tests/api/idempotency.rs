@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::harness::{num, TestApp};
+use super::harness::{num, Backend, TestApp};
 use crate::on_both;
 
 async fn replays_and_conflicts(app: TestApp) {
@@ -76,3 +76,22 @@ async fn concurrent_retries_write_one_row(app: TestApp) {
 }
 
 on_both!(replays_and_conflicts, concurrent_retries_write_one_row);
+
+/// A key with bytes outside visible ASCII is refused on both operations that take one, not read as no key
+/// (which would let the retry it was sent to protect be recorded twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_outside_visible_ascii_is_refused() {
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let a = app.signup("idem-bytes@example.com").await;
+    let calls = [
+        ("/api/v1/calculate", r#"{"amount": 5, "buyer_state": "TX", "counterparty_id": "c"}"#),
+        ("/api/v1/trades", r#"{"asset_symbol": "AAA", "trade_type": "buy", "quantity": 1, "price_per_unit": 1}"#),
+    ];
+    for (path, body) in calls {
+        for key in ["clé-1", "two words", ""] {
+            let r = app.request("POST", path, Some(&a.key), &[("Idempotency-Key", key)], Some(body)).await;
+            assert_eq!((r.status, r.code()), (400, "IDEMPOTENCY_KEY_INVALID"), "{path} {key:?}: {}", r.text);
+        }
+    }
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 0);
+}

@@ -25,8 +25,8 @@ pub struct Utm {
 #[derive(Object)]
 #[oai(deny_unknown_fields)]
 pub struct SignupRequest {
-    /// Unique per account; compared case-insensitively.
-    #[oai(validator(max_length = 320))]
+    /// Unique per account; compared case-insensitively. One @, a local part, a dotted domain, no spaces.
+    #[oai(validator(max_length = 320, pattern = r"^[^@\s\u0085]+@[^@\s\u0085.][^@\s\u0085]*\.[^@\s\u0085]*[^@\s\u0085.]$"))]
     pub email: String,
     /// At least 8 characters; stored only as an argon2 hash.
     #[oai(validator(min_length = 8, max_length = 1024))]
@@ -38,9 +38,10 @@ pub struct SignupRequest {
     pub agent_description: Option<String>,
     #[oai(validator(max_length = 200))]
     pub company_name: Option<String>,
-    /// Two-letter state code or empty.
-    pub state: Option<String>,
+    /// Two-letter state code (any case) or empty.
+    pub state: Option<super::param::StateOrEmpty>,
     /// Nine digits (dashes allowed); stored encrypted (AES-256-GCM), never returned.
+    #[oai(validator(pattern = r"^([0-9]{9}|[0-9]{2}-[0-9]{7})?$"))]
     pub ein: Option<String>,
     #[oai(validator(max_length = 100))]
     pub est_volume: Option<String>,
@@ -74,7 +75,9 @@ pub struct SignupResponse {
 #[derive(Object)]
 #[oai(deny_unknown_fields)]
 pub struct LoginRequest {
+    #[oai(validator(min_length = 1, max_length = 320))]
     pub email: String,
+    #[oai(validator(min_length = 1, max_length = 1024))]
     pub password: String,
 }
 
@@ -134,14 +137,14 @@ pub struct KeyList {
 
 #[derive(Enum, Clone, Copy)]
 #[oai(rename_all = "snake_case")]
-pub enum KeyType { Live, Test }
+pub enum KeyType { Live }
 
 /// Body of POST /api/v1/keys.
 #[derive(Object)]
 #[oai(deny_unknown_fields)]
 pub struct KeyCreateRequest {
     /// Default "Default".
-    #[oai(validator(max_length = 200))]
+    #[oai(validator(min_length = 1, max_length = 200))]
     pub name: Option<String>,
     /// Only live: test keys are on the roadmap and not available (400).
     #[oai(rename = "type")]

@@ -103,16 +103,17 @@ pub struct CalculateRequest {
     /// seller (sales tax, default) or buyer (use tax).
     pub role: Option<Role>,
     /// USD, greater than 0 and at most 100000000. Decimal strings such as "100.50" are accepted and normalised.
-    #[oai(validator(minimum(value = "0", exclusive), maximum(value = "100000000")))]
+    /// Amounts keep 28 decimal places (cut toward zero), so the smallest is 0.0000000000000000000000000001.
+    #[oai(validator(minimum(value = "0.0000000000000000000000000001"), maximum(value = "100000000")))]
     pub amount: f64,
     pub buyer_state: StateCode,
     /// Two-letter code or empty.
     pub seller_state: Option<String>,
     /// Five digits or empty; adds the zip's local rate layers.
-    #[oai(validator(pattern = r"^(\d{5})?$"))]
+    #[oai(validator(pattern = r"^([0-9]{5})?$"))]
     pub buyer_zip: Option<String>,
     /// Five digits or empty; required for origin-sourced intrastate sales (TX, UT, AZ, TN; OH license and digital_good).
-    #[oai(validator(pattern = r"^(\d{5})?$"))]
+    #[oai(validator(pattern = r"^([0-9]{5})?$"))]
     pub seller_zip: Option<String>,
     /// Default saas.
     pub transaction_type: Option<TransactionType>,
@@ -143,7 +144,7 @@ pub struct CalculateRequest {
     #[oai(validator(max_length = 200))]
     pub exemption_certificate: Option<String>,
     /// Demo calls only (keyed live calls use the account's stored nexus and reject this field): state → {hasNexus}.
-    pub nexus_override: Option<std::collections::BTreeMap<String, NexusOverrideEntry>>,
+    pub nexus_override: Option<super::param::StateMap<NexusOverrideEntry>>,
     /// Demo calls only: the counterparty's year-to-date payments before this one (at least 0).
     #[oai(validator(minimum(value = "0")))]
     pub vendor_ytd_override: Option<f64>,

@@ -9,6 +9,9 @@ use super::calculate::{Obj, StateCode};
 use crate::listed_enum;
 
 listed_enum!(TradeType = crate::gains::request::TRADE_TYPES);
+
+/// An asset symbol as the gains tracker checks it (`gains::request::is_symbol`); the body's attribute repeats it.
+pub const SYMBOL_PATTERN: &str = r"^[A-Za-z0-9._\-]{1,50}$";
 listed_enum!(
     /// fifo (oldest lot first; the default), lifo (newest first), specific_id (the lot in specific_lot_id).
     AccountingMethod = crate::gains::Method::NAMES
@@ -36,7 +39,7 @@ pub struct TradeBody {
     pub asset_symbol: String,
     pub trade_type: TradeType,
     /// Greater than 0, at most 1000000000000, at most 8 decimal places (more is rejected, never rounded). A decimal string is accepted.
-    #[oai(validator(minimum(value = "0", exclusive), maximum(value = "1000000000000")))]
+    #[oai(validator(minimum(value = "0.00000001"), maximum(value = "1000000000000"), multiple_of = 0.00000001))]
     pub quantity: f64,
     /// USD per unit, 0 to 1000000000.
     #[oai(validator(minimum(value = "0"), maximum(value = "1000000000")))]

@@ -13,10 +13,12 @@ pub struct IngestRecord {
     #[oai(flatten)]
     pub request: CalculateRequest,
     /// The caller's idempotency key for this record: a duplicate returns the original with duplicate true.
-    #[oai(validator(min_length = 1, max_length = 200))]
+    /// No control characters (U+0000–U+001F, U+007F–U+009F).
+    #[oai(validator(min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"))]
     pub external_tx_id: Option<String>,
     /// The caller's reference (never the record id). Used as external_tx_id when that is absent; ignored when both are sent.
-    #[oai(validator(min_length = 1, max_length = 200))]
+    /// No control characters.
+    #[oai(validator(min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"))]
     pub transaction_id: Option<String>,
     /// Free-form, stored as sent.
     pub metadata: Option<Obj>,
@@ -92,7 +94,7 @@ pub struct NexusEntryIn {
 #[oai(deny_unknown_fields)]
 pub struct NexusRequest {
     /// Two-letter codes (lowercase accepted, DC included) → entry.
-    pub nexus: BTreeMap<String, NexusEntryIn>,
+    pub nexus: super::param::StateMap<NexusEntryIn>,
 }
 
 #[derive(Object)]

@@ -1,0 +1,206 @@
+//! Query and header parameters documented with the constraint the handler enforces, and read as text so that
+//! the handler's own check (with its did-you-mean and its field name) stays the one that answers.
+
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
+use poem_openapi::param::Query;
+use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
+use poem_openapi::types::{ParseFromParameter, ParseResult, Type};
+
+use crate::listed_enum;
+use crate::rules::schema as engine;
+
+/// A parameter documented with `T`'s schema (its enum, pattern, range or format), taken as the text sent.
+pub struct Param<T>(pub String, PhantomData<T>);
+
+/// The text of an optional documented query parameter, for the handler to check.
+pub fn text<T>(q: Query<Option<Param<T>>>) -> Query<Option<String>> {
+    Query(q.0.map(|p| p.0))
+}
+
+impl<T: Type> Type for Param<T> {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = String;
+    type RawElementValueType = String;
+
+    fn name() -> Cow<'static, str> {
+        T::name()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        T::schema_ref()
+    }
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+    }
+
+    fn as_raw_value(&self) -> Option<&String> {
+        Some(&self.0)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a String> + 'a> {
+        Box::new(std::iter::once(&self.0))
+    }
+}
+
+impl<T: Type> ParseFromParameter for Param<T> {
+    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+        Ok(Param(value.to_string(), PhantomData))
+    }
+}
+
+/// Declares a type that only documents a schema (an inline one: no entry under components).
+macro_rules! documented {
+    ($(#[doc = $doc:literal])* $name:ident => $schema:expr) => {
+        $(#[doc = $doc])*
+        pub struct $name;
+
+        impl Type for $name {
+            const IS_REQUIRED: bool = true;
+            type RawValueType = Self;
+            type RawElementValueType = Self;
+
+            fn name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn schema_ref() -> MetaSchemaRef {
+                MetaSchemaRef::Inline(Box::new($schema))
+            }
+
+            fn register(_: &mut Registry) {}
+
+            fn as_raw_value(&self) -> Option<&Self> {
+                Some(self)
+            }
+
+            fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
+                Box::new(std::iter::once(self))
+            }
+        }
+
+        // Bodies are checked by the validators; as a body field the type only documents.
+        impl poem_openapi::types::ParseFromJSON for $name {
+            fn parse_from_json(_: Option<serde_json::Value>) -> ParseResult<Self> {
+                Ok($name)
+            }
+        }
+
+        impl poem_openapi::types::ToJSON for $name {
+            fn to_json(&self) -> Option<serde_json::Value> {
+                None
+            }
+        }
+    };
+}
+
+fn strings(values: impl IntoIterator<Item = String>) -> MetaSchema {
+    MetaSchema { enum_items: values.into_iter().map(serde_json::Value::String).collect(), ..MetaSchema::new("string") }
+}
+
+documented!(
+    /// A state code as a query parameter: upper or lower case.
+    StateParam => strings(engine::STATES.iter().map(|s| s.to_string()).chain(engine::STATES.iter().map(|s| s.to_ascii_lowercase())))
+);
+
+documented!(
+    /// A state code (upper or lower case) or empty.
+    StateOrEmpty => strings(std::iter::once(String::new()).chain(engine::STATES.iter().map(|s| s.to_string())).chain(engine::STATES.iter().map(|s| s.to_ascii_lowercase())))
+);
+
+documented!(
+    /// An ISO 8601 date (2026-01-31, from 00:00 UTC) or date-time (2026-01-31T12:00:00Z).
+    DateOrDateTime => MetaSchema {
+        any_of: vec![
+            MetaSchemaRef::Inline(Box::new(MetaSchema { format: Some("date"), ..MetaSchema::new("string") })),
+            MetaSchemaRef::Inline(Box::new(MetaSchema { format: Some("date-time"), ..MetaSchema::new("string") })),
+        ],
+        ..MetaSchema::ANY
+    }
+);
+
+documented!(
+    /// 1 to 255 visible ASCII characters (a UUID is a good choice); any other value is 400 IDEMPOTENCY_KEY_INVALID.
+    IdempotencyKey => MetaSchema {
+        min_length: Some(1),
+        max_length: Some(crate::api::idempotency::MAX_KEY_LEN),
+        pattern: Some(crate::api::idempotency::key_pattern()),
+        ..MetaSchema::new("string")
+    }
+);
+
+documented!(
+    /// How many to return: 1 to 1000.
+    PageLimit => MetaSchema { minimum: Some(1.0), maximum: Some(1000.0), format: Some("int64"), ..MetaSchema::new("integer") }
+);
+
+documented!(
+    /// How many to skip: 0 or more.
+    PageOffset => MetaSchema { minimum: Some(0.0), format: Some("int64"), ..MetaSchema::new("integer") }
+);
+
+documented!(
+    /// A tax year from 2020 to 2030.
+    TaxYear => MetaSchema { minimum: Some(2020.0), maximum: Some(2030.0), ..MetaSchema::new("integer") }
+);
+
+documented!(
+    /// An asset symbol: 1 to 50 of A–Z a–z 0–9 . _ -.
+    SymbolParam => MetaSchema { pattern: Some(super::gains::SYMBOL_PATTERN.to_string()), ..MetaSchema::new("string") }
+);
+
+listed_enum!(
+    /// compact, or full (the default).
+    GainsFormat = ["compact", "full"]
+);
+listed_enum!(
+    /// true or false.
+    TrueFalse = ["true", "false"]
+);
+
+/// A map from state code (upper or lower case, DC included) to `T`: documented as an object whose properties are
+/// the 51 codes in both cases and nothing else, which is what the service accepts.
+pub struct StateMap<T>(pub std::collections::BTreeMap<String, T>);
+
+impl<T: Type> Type for StateMap<T> {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> Cow<'static, str> {
+        format!("StateMap<{}>", T::name()).into()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        let codes = engine::STATES.iter().map(|s| s.to_string()).chain(engine::STATES.iter().map(|s| s.to_ascii_lowercase()));
+        let properties = codes.map(|c| (&*Box::leak(c.into_boxed_str()), T::schema_ref())).collect();
+        // No other property: `api::document` closes request objects (additionalProperties false).
+        MetaSchemaRef::Inline(Box::new(MetaSchema { properties, ..MetaSchema::new("object") }))
+    }
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+    }
+
+    fn as_raw_value(&self) -> Option<&Self> {
+        Some(self)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
+        Box::new(std::iter::once(self))
+    }
+}
+
+impl<T: Type + poem_openapi::types::ParseFromJSON> poem_openapi::types::ParseFromJSON for StateMap<T> {
+    fn parse_from_json(value: Option<serde_json::Value>) -> ParseResult<Self> {
+        std::collections::BTreeMap::<String, T>::parse_from_json(value).map(StateMap).map_err(poem_openapi::types::ParseError::propagate)
+    }
+}
+
+impl<T: Type + poem_openapi::types::ToJSON> poem_openapi::types::ToJSON for StateMap<T> {
+    fn to_json(&self) -> Option<serde_json::Value> {
+        self.0.to_json()
+    }
+}
