@@ -145,7 +145,7 @@ fn beyond_scale(text: &str) -> Option<Decimal> {
         None => (false, mantissa.strip_prefix('+').unwrap_or(mantissa)),
     };
     let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if int.is_empty() && frac.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) || exponent >= 0 || exponent < -400 {
+    if int.is_empty() && frac.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) || !(-400..0).contains(&exponent) {
         return None;
     }
     // Move the point: the digits are int ++ frac, with the point `point` digits from the left.

@@ -498,6 +498,6 @@ pub struct DemoCalculation {
 /// Full with an API key; demo without.
 #[derive(Union)]
 pub enum Calculation {
-    Full(FullCalculation),
-    Demo(DemoCalculation),
+    Full(Box<FullCalculation>),
+    Demo(Box<DemoCalculation>),
 }

@@ -27,7 +27,7 @@ pub struct IngestRecord {
 /// One record or an array of 1 to 100.
 #[derive(Union)]
 pub enum IngestBody {
-    One(IngestRecord),
+    One(Box<IngestRecord>),
     Many(Vec<IngestRecord>),
 }
 
