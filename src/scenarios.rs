@@ -88,6 +88,7 @@ pub fn run_case(reg: &Registry, case: &Case) -> CaseOutcome {
             "counts_toward_nexus_threshold" => det.counts_toward_nexus_threshold.map_or(Value::Null, Value::Bool),
             "category" => Value::String(det.category.to_string()),
             "work_type" => Value::String(det.work_type.to_string()),
+            "classification_basis" => Value::String(det.classification_basis.to_string()),
             "sourcing_rule" => {
                 let w = want.as_str().unwrap_or("");
                 if w == det.sourcing.as_str() || w == det.sourcing_rule {

@@ -84,7 +84,7 @@ pub fn explain_text(det: &Determination) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{} {} of {} USD into {} as of {} (rules {}, engine {})", det.role, det.transaction_type, det.amount, det.buyer_state, det.as_of, det.rules_version, det.engine_version);
     let _ = writeln!(s, "\n1. classification");
-    let _ = writeln!(s, "   work type {} ({}) → category {}: {}", det.work_type, det.classification_basis, det.category, det.category_label);
+    let _ = writeln!(s, "   work type {} ({}; economic category {}) → category {}: {}", det.work_type, det.classification_derivation, det.classification_basis, det.category, det.category_label);
     if let Some(r) = &det.reclassified_by {
         let _ = writeln!(s, "   reclassified by {r}");
     }

@@ -330,7 +330,12 @@ pub struct Determination {
     pub work_type_label: String,
     pub category: &'static str,
     pub category_label: String,
-    pub classification_basis: String,
+    /// The economic category the resolved work type maps to (`classification.yaml` `work_types`), one of
+    /// `CATEGORIES`: what the response's `classification_basis` reports. `category` is the one rated, after the
+    /// transaction type's default category and any reclassification.
+    pub classification_basis: &'static str,
+    /// How the work type was reached, in words: "explicit work_type compute", "inferred from transaction_type saas".
+    pub classification_derivation: String,
     pub reclassified_by: Option<String>,
     pub is_b2b: bool,
     pub use_context: Option<&'static str>,
@@ -629,7 +634,8 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
         work_type_label: reg.classification.work_types.get(cls.work_type as usize).map(|w| w.label.clone()).unwrap_or_default(),
         category: name(&CATEGORIES, Some(cls.category)),
         category_label: cls.category_entry.label.clone(),
-        classification_basis: cls.basis,
+        classification_basis: name(&CATEGORIES, Some(cls.basis_category)),
+        classification_derivation: cls.derivation,
         reclassified_by: cls.reclassified_by,
         is_b2b: cls.facts.flag(Fact::is_b2b),
         use_context: cls.facts.name_of(Fact::use_context),
@@ -686,7 +692,10 @@ struct Classified<'a> {
     work_type_source: WorkTypeSource,
     category: u16,
     category_entry: &'a CategoryEntry,
-    basis: String,
+    /// The economic category of the work type (declared or inferred), before the transaction type's default
+    /// category or any reclassification.
+    basis_category: u16,
+    derivation: String,
     reclassified_by: Option<String>,
     /// The declared `digital_content_type`, applied or not.
     declared_content_type: Option<u16>,
@@ -740,7 +749,8 @@ fn classify<'a>(cx: &mut Ctx<'a>) -> Result<Classified<'a>, EngineError> {
     }
     let category = facts.get(Fact::category).unwrap_or(category);
     let category_entry = cls.categories.get(category as usize).ok_or(Fault::Table("category table"))?;
-    let basis = match source {
+    let basis_category = cls.work_types.get(wt as usize).ok_or(Fault::Table("work type table"))?.category;
+    let derivation = match source {
         WorkTypeSource::Explicit => format!("explicit work_type {}", name(&WORK_TYPES, Some(wt))),
         WorkTypeSource::Inferred => format!("inferred from transaction_type {}", name(&TRANSACTION_TYPES, Some(tt))),
     };
@@ -752,7 +762,8 @@ fn classify<'a>(cx: &mut Ctx<'a>) -> Result<Classified<'a>, EngineError> {
         work_type_source: source,
         category,
         category_entry,
-        basis,
+        basis_category,
+        derivation,
         reclassified_by,
         declared_content_type: declared_dct,
         content_type_applies: dct_applies,

@@ -102,7 +102,7 @@ pub fn joined(fixed: [&str; 3], settled: &[String; 2]) -> String {
 }
 
 fn classification_note(det: &Determination) -> String {
-    let mut s = format!("{} ({}): {}", det.work_type_label, det.classification_basis, det.category_label);
+    let mut s = format!("{} ({}): {}", det.work_type_label, det.classification_derivation, det.category_label);
     if let Some(r) = &det.reclassified_by {
         s += &format!("; reclassified by {r}");
     }
@@ -119,7 +119,7 @@ pub fn demo(det: &Determination, extra: &[(&str, &str)], upgrade: Option<&[(&str
     let mut o = Obj::open(&mut out);
     o.put("success", &true).put("engine_version", &det.engine_version).put("mode", "demo").put("role", det.role.as_str()).put("amount", &Num(det.amount));
     o.put("buyer_state", det.buyer_state).put("buyer_zip", &det.buyer_zip).put("transaction_type", det.transaction_type).put("work_type", det.work_type);
-    o.put("classification_basis", &det.classification_basis).put("is_b2b", &det.is_b2b).put("digital_content_type", &det.digital_content_type);
+    o.put("classification_basis", det.classification_basis).put("is_b2b", &det.is_b2b).put("digital_content_type", &det.digital_content_type);
     o.put("classification_facts", &det.classification_facts).put("total_tax", &cents(det.total_tax)).put("combined_rate", &ratio(det.applied_combined_rate()));
     o.put("applied_rate", &ratio(det.applied_rate())).put("nexus_configured_for_state", &det.has_nexus);
     o.obj("confidence", |o| {
@@ -424,7 +424,7 @@ fn write_head(o: &mut Obj, det: &Determination) {
     o.put("buyer_state", det.buyer_state).put("buyer_zip", &det.buyer_zip).put("seller_state", det.seller_state.unwrap_or("")).put("seller_zip", &det.seller_zip);
     o.put("sourcing_rule", det.sourcing.as_str()).put("marketplace_role", det.marketplace_role).put("local_rate", &ratio(det.local_rate)).put("combined_rate", &ratio(det.applied_combined_rate()));
     o.put("jurisdiction", &det.jurisdiction).put("transaction_type", det.transaction_type).put("transaction_category", det.category).put("work_type", det.work_type);
-    o.put("work_type_label", &det.work_type_label).put("classification_basis", &det.classification_basis).put("is_b2b", &det.is_b2b).put("use_context", &det.use_context);
+    o.put("work_type_label", &det.work_type_label).put("classification_basis", det.classification_basis).put("is_b2b", &det.is_b2b).put("use_context", &det.use_context);
     o.put("counterparty_id", &det.counterparty_id).put("digital_content_type", &det.digital_content_type).put("classification_facts", &det.classification_facts);
     write_tax_member(o, det, "sales_tax", det.sales_tax);
     write_tax_member(o, det, "use_tax", det.use_tax);
@@ -504,7 +504,8 @@ fn write_audit_trail(o: &mut Obj, det: &Determination) {
     o.put("combined_rate", &ratio(det.applied_combined_rate()));
     o.obj("classification", |o| {
         o.put("input_transaction_type", det.transaction_type).put("input_work_type", &det.input_work_type).put("resolved_work_type", det.work_type);
-        o.put("work_type_source", det.work_type_source.as_str()).put("economic_category", det.category).put("label", &det.work_type_label);
+        o.put("work_type_source", det.work_type_source.as_str()).put("derivation", &det.classification_derivation);
+        o.put("economic_category", det.classification_basis).put("label", &det.work_type_label);
         o.put("digital_content_type_applied", &det.digital_content_type_applied);
     });
     let first = det.legs.first();

@@ -29,7 +29,7 @@ pub const EXPECT_KEYS: &[&str] = &[
     "total_tax", "combined_rate", "state_rate", "local_rate", "applied_rate", "taxable_amount", "final_determination", "rule",
     "sourcing_rule", "jurisdiction", "advisories", "no_advisories", "collected_by_marketplace", "marketplace_remitted_tax",
     "counts_toward_nexus_threshold", "tax_if_nexus", "special_tax", "threshold_1099", "threshold_exceeded",
-    "confidence_level", "error", "sales_tax", "use_tax", "category", "work_type",
+    "confidence_level", "error", "sales_tax", "use_tax", "category", "work_type", "classification_basis",
 ];
 
 /// YAML node → JSON value: plain scalars become numbers, booleans or null where they read as such.

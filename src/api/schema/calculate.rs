@@ -380,7 +380,8 @@ pub struct FullCalculation {
     pub work_type: String,
     /// A readable label for the work type.
     pub work_type_label: String,
-    /// Where the work type came from (declared, or inferred from transaction_type).
+    /// The economic category the work type (declared or inferred) maps to: data_processing for compute,
+    /// financial_service for trading. How it was reached is in classification_note and audit_trail.classification.
     pub classification_basis: String,
     /// Whether the sale is treated as business-to-business.
     pub is_b2b: bool,
@@ -467,7 +468,8 @@ pub struct DemoCalculation {
     pub transaction_type: String,
     /// The work type, declared or inferred.
     pub work_type: String,
-    /// Where the work type came from (declared, or inferred from transaction_type).
+    /// The economic category the work type (declared or inferred) maps to: data_processing for compute,
+    /// financial_service for trading. How it was reached is in classification_note and audit_trail.classification.
     pub classification_basis: String,
     /// Whether the sale is treated as business-to-business.
     pub is_b2b: bool,
