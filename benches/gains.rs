@@ -40,7 +40,13 @@ fn lots() -> Vec<Lot> {
     (0..N)
         .map(|i| {
             let at = start() + Duration::minutes(i as i64);
-            Lot { id: format!("lot_{i:06}"), acquired_at: at, holding_start: at.date_naive(), remaining_quantity: Decimal::new(150_000_000, 8), remaining_basis: Decimal::new(15_075 + i as i64, 2) }
+            Lot {
+                id: format!("lot_{i:06}"),
+                acquired_at: at,
+                holding_start: at.date_naive(),
+                remaining_quantity: Decimal::new(150_000_000, 8),
+                remaining_basis: Decimal::new(15_075 + i as i64, 2),
+            }
         })
         .collect()
 }
@@ -86,9 +92,13 @@ fn engine(c: &mut Criterion) {
     let q = Decimal::new(400_000_000, 8); // 4 units: three lots of 1.5
     let proceeds = Decimal::new(4_000_000, 2); // 40,000.00
     let mut g = c.benchmark_group("gains engine, 100,000 open lots");
-    g.bench_function("baseline: scan all lots (sum remaining quantity)", |b| b.iter(|| black_box(book.iter().map(|l| l.remaining_quantity).sum::<Decimal>())));
+    g.bench_function("baseline: scan all lots (sum remaining quantity)", |b| {
+        b.iter(|| black_box(book.iter().map(|l| l.remaining_quantity).sum::<Decimal>()))
+    });
     g.bench_function("FIFO sell of 4 units", |b| b.iter(|| black_box(match_sell(book.iter(), q, proceeds, sold, 12).map(|v| v.len()))));
-    g.bench_function("LIFO sell of 4 units", |b| b.iter(|| black_box(match_sell(book.iter().rev(), q, proceeds, sold, 12).map(|v| v.len()))));
+    g.bench_function("LIFO sell of 4 units", |b| {
+        b.iter(|| black_box(match_sell(book.iter().rev(), q, proceeds, sold, 12).map(|v| v.len())))
+    });
     g.finish();
 
     let rows = dispositions();
@@ -114,7 +124,9 @@ fn engine(c: &mut Criterion) {
             black_box(serde_json::to_string(&plain).map(|s| s.len()))
         })
     });
-    g.bench_function("render the draft", |b| b.iter(|| black_box(render(2026, "2026-11-21T00:00:00Z", "{}", "{}", rows.iter().cloned()).0.len())));
+    g.bench_function("render the draft", |b| {
+        b.iter(|| black_box(render(2026, "2026-11-21T00:00:00Z", "{}", "{}", rows.iter().cloned()).0.len()))
+    });
     g.finish();
 }
 
@@ -139,7 +151,13 @@ async fn seeded() -> (TestClient<poem::endpoint::BoxEndpoint<'static>>, String, 
     let _ = me.0.into_body().into_string().await;
     let entity_id = {
         use sea_orm::{ColumnTrait, QueryFilter};
-        levy::store::entity::entity::Entity::find().filter(levy::store::entity::entity::Column::Email.eq("bench@example.com")).one(&state.store.db).await.unwrap().unwrap().id
+        levy::store::entity::entity::Entity::find()
+            .filter(levy::store::entity::entity::Column::Email.eq("bench@example.com"))
+            .one(&state.store.db)
+            .await
+            .unwrap()
+            .unwrap()
+            .id
     };
     let db = &state.store.db;
     let txn = db.begin().await.unwrap();

@@ -96,7 +96,9 @@ fn main() -> ExitCode {
         Some(Command::Rules { command }) => match command {
             RulesCommand::Check { dir } => levy::cli::check(&dir),
             RulesCommand::Test { dir, filter } => levy::cli::test(&dir, filter.as_deref()),
-            RulesCommand::Explain { request, as_of, nexus, json, rules } => levy::cli::explain(&rules, &request, as_of.as_deref(), nexus.as_deref(), json),
+            RulesCommand::Explain { request, as_of, nexus, json, rules } => {
+                levy::cli::explain(&rules, &request, as_of.as_deref(), nexus.as_deref(), json)
+            }
             RulesCommand::Diff { old, new, as_of } => levy::cli::diff(&old, &new, as_of.as_deref()),
         },
     };

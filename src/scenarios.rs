@@ -42,7 +42,10 @@ pub fn run_case(reg: &Registry, case: &Case) -> CaseOutcome {
     let det = match (result, expected_error) {
         (Err(EngineError::Input(errs)), Some(field)) => {
             if !errs.iter().any(|e| e.field == field) {
-                failures.push(format!("error: expected an input error naming `{field}`, got {}", errs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")));
+                failures.push(format!(
+                    "error: expected an input error naming `{field}`, got {}",
+                    errs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")
+                ));
             }
             return CaseOutcome { failures, determination: None };
         }

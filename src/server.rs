@@ -22,16 +22,23 @@ use crate::store::Store;
 
 /// Logs as structured lines; RUST_LOG filters (default info).
 pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,sea_orm=warn"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,sea_orm=warn"));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).try_init();
 }
 
 /// The rules, checked; `Err` after printing every diagnostic.
 pub fn load_rules(dir: &Path) -> Result<Registry, String> {
     if !dir.join("registry.yaml").is_file() {
-        return Err(format!("no rules directory at {} (expected {}); name one with --rules or LEVY_RULES, or set neither to use the rules compiled in", dir.display(), dir.join("registry.yaml").display()));
+        return Err(format!(
+            "no rules directory at {} (expected {}); name one with --rules or LEVY_RULES, or set neither to use the rules compiled in",
+            dir.display(),
+            dir.join("registry.yaml").display()
+        ));
     }
-    crate::rules::load::load_or_report(dir).map(|(r, _)| r).ok_or_else(|| format!("the rules in {} have errors (listed above); fix them and start again", dir.display()))
+    crate::rules::load::load_or_report(dir)
+        .map(|(r, _)| r)
+        .ok_or_else(|| format!("the rules in {} have errors (listed above); fix them and start again", dir.display()))
 }
 
 /// The rules the service runs: the directory given (`--rules` / LEVY_RULES), else those compiled into the binary
@@ -45,7 +52,11 @@ pub fn configured_rules(dir: Option<&Path>) -> Result<Registry, String> {
     let dir = std::env::temp_dir().join(format!("levy-rules-{}-{nanos}", std::process::id()));
     let result = crate::rules::embedded::write_to(&dir)
         .map_err(|e| format!("cannot write the compiled-in rules to {}: {e}", dir.display()))
-        .and_then(|()| crate::rules::load::load_or_report(&dir).map(|(r, _)| r).ok_or_else(|| "the rules compiled into this binary have errors (listed above)".to_string()));
+        .and_then(|()| {
+            crate::rules::load::load_or_report(&dir)
+                .map(|(r, _)| r)
+                .ok_or_else(|| "the rules compiled into this binary have errors (listed above)".to_string())
+        });
     let _ = std::fs::remove_dir_all(&dir);
     result
 }

@@ -20,7 +20,9 @@ impl Checker {
     pub fn unknown_fields(&mut self, prefix: &str, obj: &Map<String, Value>, allowed: &[&str]) {
         for k in obj.keys() {
             if !allowed.contains(&k.as_str()) {
-                let hint = crate::rules::diag::did_you_mean(k, allowed.iter().copied()).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
+                let hint = crate::rules::diag::did_you_mean(k, allowed.iter().copied())
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
                 self.err(&format!("{prefix}{k}"), format!("unknown field{hint}"));
             }
         }
@@ -59,7 +61,11 @@ impl Checker {
                 return None;
             }
         };
-        let parsed = if text.contains(['e', 'E']) { Decimal::from_scientific(&text).ok().or_else(|| beyond_scale(&text)) } else { text.parse::<Decimal>().ok() };
+        let parsed = if text.contains(['e', 'E']) {
+            Decimal::from_scientific(&text).ok().or_else(|| beyond_scale(&text))
+        } else {
+            text.parse::<Decimal>().ok()
+        };
         match parsed {
             Some(d) => Some(d.normalize()),
             None => {
@@ -111,7 +117,8 @@ impl Checker {
         if values.contains(&s.as_str()) {
             return Some(s);
         }
-        let hint = crate::rules::diag::did_you_mean(&s, values.iter().copied()).map(|x| format!("; did you mean `{x}`?")).unwrap_or_default();
+        let hint =
+            crate::rules::diag::did_you_mean(&s, values.iter().copied()).map(|x| format!("; did you mean `{x}`?")).unwrap_or_default();
         self.err(field, format!("`{s}` is not one of: {}{hint}", values.join(", ")));
         None
     }
@@ -151,7 +158,11 @@ fn beyond_scale(text: &str) -> Option<Decimal> {
     // Move the point: the digits are int ++ frac, with the point `point` digits from the left.
     let digits = format!("{int}{frac}");
     let point = int.len() as i64 + exponent;
-    let plain = if point <= 0 { format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize)) } else { format!("{}.{}", &digits[..point as usize], &digits[point as usize..]) };
+    let plain = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+    } else {
+        format!("{}.{}", &digits[..point as usize], &digits[point as usize..])
+    };
     let (whole, places) = plain.split_once('.')?;
     let kept = &places[..places.len().min(MAX_SCALE as usize)];
     let value: Decimal = format!("{whole}.{}", if kept.is_empty() { "0" } else { kept }).parse().ok()?;

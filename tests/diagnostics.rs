@@ -23,16 +23,25 @@ fn rendered(dir: &Path, d: &[Diagnostic], sources: &levy::rules::diag::SourceMap
     d.iter().filter(|x| x.code == code).map(|x| sources.render(x).replace(&root, "<tmp>")).collect::<Vec<_>>().join("\n")
 }
 
-
 #[test]
 fn planted_errors_are_all_reported_with_location_caret_and_help() {
     let (_tmp, dir) = rules_copy();
     plant(&dir, "states/tx.yaml", "when: category == software_maintenance\n", "when: category == software_maintenance and is_btob\n");
-    plant(&dir, "states/tx.yaml", "when: category in {prewritten_software, digital_good}", "when: category in {prewritten_software, digital_goods}");
+    plant(
+        &dir,
+        "states/tx.yaml",
+        "when: category in {prewritten_software, digital_good}",
+        "when: category in {prewritten_software, digital_goods}",
+    );
     plant(&dir, "states/tx.yaml", "name: Texas\n", "name: Texas\nname: Texas again\n");
     plant(&dir, "states/tx.yaml", "    cite: Tex. Tax Code §151.009", "    citation: Tex. Tax Code §151.009");
     plant(&dir, "states/tx.yaml", "  - id: tx.taxability.it-support\n", "  - id: tx.taxability.help-desk\n");
-    plant(&dir, "states/tx.yaml", "    then: taxable on 80% of base\n    from: 2024-01-01\n    cite: Tex. Tax Code §151.0035(a)", "    then: taxable on 80 of base\n    from: 2024-01-01\n    cite: Tex. Tax Code §151.0035(a)");
+    plant(
+        &dir,
+        "states/tx.yaml",
+        "    then: taxable on 80% of base\n    from: 2024-01-01\n    cite: Tex. Tax Code §151.0035(a)",
+        "    then: taxable on 80 of base\n    from: 2024-01-01\n    cite: Tex. Tax Code §151.0035(a)",
+    );
     plant(&dir, "states/tx.yaml", "  - id: tx.taxability.contract-programming\n    when: category == custom_software and all_rights_transferred\n", "  - id: tx.taxability.contract-programming\n    when: category == custom_software and all_rights_transferred\n    from: 2024-01-01\n");
     plant(&dir, "federal/information_returns.yaml", "  - from: 2026-01-01\n", "  - from: 2026-02-01\n");
     plant(&dir, "registry.yaml", "coverage_from: 2024-01-01", "coverage_from: 2024-13-01");
@@ -71,7 +80,12 @@ fn overlapping_ranges_missing_citations_and_unreachable_rules_are_errors() {
     // A conditional rule placed after its category's default.
     plant(&dir, "states/tx.yaml", "taxability:\n", "taxability:\n  - id: tx.planted.default\n    when: category == web_hosting\n    then: taxable\n    from: 2024-01-01\n    cite: planted\n  - id: tx.planted.unreachable\n    when: category == web_hosting and is_b2b\n    then: exempt \"never\"\n    from: 2024-01-01\n    cite: planted\n");
     // A category with no default rule.
-    plant(&dir, "states/tx.yaml", "    when: category == software_maintenance\n", "    when: category == software_maintenance and is_b2b\n");
+    plant(
+        &dir,
+        "states/tx.yaml",
+        "    when: category == software_maintenance\n",
+        "    when: category == software_maintenance and is_b2b\n",
+    );
     let (_, diags, sources) = load_dir(&dir);
     let codes: Vec<&str> = diags.iter().map(|d| d.code).collect();
     for code in ["R401", "R502", "R506", "R505"] {

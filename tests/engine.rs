@@ -28,31 +28,75 @@ fn run(body: Value, nexus: &[&str], as_of: &str) -> Result<engine::Determination
     engine::determine(registry(), &engine::Input { request: &req, nexus, vendor_ytd: None, as_of: day(as_of) })
 }
 
-
 #[test]
 fn representative_full_determinations() {
     let _g = common::snapshot_settings().bind_to_scope();
     let cases = [
-        ("full_tx_saas_austin", json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "acme"}), vec!["TX"], "2026-03-01"),
-        ("full_md_b2b_enterprise", json!({"amount": 1000, "buyer_state": "MD", "transaction_type": "saas", "is_b2b": true, "use_context": "enterprise_system", "counterparty_id": "acme"}), vec!["MD"], "2026-03-01"),
-        ("full_chicago_no_nexus", json!({"amount": 1000, "buyer_state": "IL", "buyer_zip": "60601", "transaction_type": "saas", "counterparty_id": "acme"}), vec![], "2026-03-01"),
-        ("full_az_declared_consulting", json!({"amount": 500, "buyer_state": "AZ", "work_type": "consulting", "counterparty_id": "acme"}), vec!["AZ"], "2026-05-01"),
-        ("full_buyer_use_tax_ny", json!({"amount": 250, "role": "buyer", "buyer_state": "NY", "transaction_type": "saas", "counterparty_id": "vendor-9"}), vec![], "2026-03-01"),
-        ("full_custom_software_incomplete_tx", json!({"amount": 1000, "buyer_state": "TX", "work_type": "custom_software", "counterparty_id": "acme"}), vec!["TX"], "2026-03-01"),
-        ("full_trading", json!({"amount": 1000, "buyer_state": "CA", "work_type": "trading", "counterparty_id": "acme"}), vec!["CA"], "2026-03-01"),
+        (
+            "full_tx_saas_austin",
+            json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "acme"}),
+            vec!["TX"],
+            "2026-03-01",
+        ),
+        (
+            "full_md_b2b_enterprise",
+            json!({"amount": 1000, "buyer_state": "MD", "transaction_type": "saas", "is_b2b": true, "use_context": "enterprise_system", "counterparty_id": "acme"}),
+            vec!["MD"],
+            "2026-03-01",
+        ),
+        (
+            "full_chicago_no_nexus",
+            json!({"amount": 1000, "buyer_state": "IL", "buyer_zip": "60601", "transaction_type": "saas", "counterparty_id": "acme"}),
+            vec![],
+            "2026-03-01",
+        ),
+        (
+            "full_az_declared_consulting",
+            json!({"amount": 500, "buyer_state": "AZ", "work_type": "consulting", "counterparty_id": "acme"}),
+            vec!["AZ"],
+            "2026-05-01",
+        ),
+        (
+            "full_buyer_use_tax_ny",
+            json!({"amount": 250, "role": "buyer", "buyer_state": "NY", "transaction_type": "saas", "counterparty_id": "vendor-9"}),
+            vec![],
+            "2026-03-01",
+        ),
+        (
+            "full_custom_software_incomplete_tx",
+            json!({"amount": 1000, "buyer_state": "TX", "work_type": "custom_software", "counterparty_id": "acme"}),
+            vec!["TX"],
+            "2026-03-01",
+        ),
+        (
+            "full_trading",
+            json!({"amount": 1000, "buyer_state": "CA", "work_type": "trading", "counterparty_id": "acme"}),
+            vec!["CA"],
+            "2026-03-01",
+        ),
     ];
     for (name, body, nexus, as_of) in cases {
         let det = run(body, &nexus, as_of).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         insta::assert_json_snapshot!(name, render::full(&det));
     }
-    let det = run(json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "acme"}), &[], "2026-03-01").unwrap();
+    let det = run(
+        json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "acme"}),
+        &[],
+        "2026-03-01",
+    )
+    .unwrap();
     let demo: serde_json::Value = serde_json::from_str(&render::demo(&det, &[], None)).unwrap();
     insta::assert_json_snapshot!("demo_tx_saas_austin_no_nexus", demo);
 }
 
 #[test]
 fn texas_data_processing_is_taxed_on_80_percent_at_the_combined_rate() {
-    let det = run(json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "c"}), &["TX"], "2026-03-01").unwrap();
+    let det = run(
+        json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "c"}),
+        &["TX"],
+        "2026-03-01",
+    )
+    .unwrap();
     assert_eq!(det.combined_rate, Decimal::new(825, 4)); // 6.25% + 1% Austin + 1% Capital Metro
     assert_eq!(det.total_tax, Decimal::new(6600, 2)); // 1000 × 80% × 8.25%
     assert_eq!(det.jurisdiction, "Austin, TX");
@@ -60,7 +104,12 @@ fn texas_data_processing_is_taxed_on_80_percent_at_the_combined_rate() {
 
 #[test]
 fn a_seller_without_nexus_owes_nothing_but_learns_what_it_would_owe() {
-    let det = run(json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "c"}), &[], "2026-03-01").unwrap();
+    let det = run(
+        json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "c"}),
+        &[],
+        "2026-03-01",
+    )
+    .unwrap();
     assert_eq!(det.total_tax, Decimal::ZERO);
     assert_eq!(det.final_determination, "no_nexus");
     assert_eq!(det.tax_if_nexus, Some(Decimal::new(6600, 2)));
@@ -71,7 +120,12 @@ fn a_seller_without_nexus_owes_nothing_but_learns_what_it_would_owe() {
 #[test]
 fn the_chicago_lease_tax_applies_without_nexus_at_its_dated_rate() {
     for (as_of, expected) in [("2024-06-01", 9000), ("2025-06-01", 11000), ("2026-06-01", 15000)] {
-        let det = run(json!({"amount": 1000, "buyer_state": "IL", "buyer_zip": "60601", "transaction_type": "saas", "counterparty_id": "c"}), &[], as_of).unwrap();
+        let det = run(
+            json!({"amount": 1000, "buyer_state": "IL", "buyer_zip": "60601", "transaction_type": "saas", "counterparty_id": "c"}),
+            &[],
+            as_of,
+        )
+        .unwrap();
         assert_eq!(det.special_total, Decimal::new(expected, 2), "as of {as_of}");
         assert_eq!(det.total_tax, Decimal::new(expected, 2), "as of {as_of}");
     }
@@ -86,16 +140,24 @@ fn the_1099_threshold_follows_the_tax_year() {
     let d2026 = run(body, &[], "2026-06-01").unwrap();
     let t = d2026.tracking_1099.unwrap();
     assert_eq!((t.threshold, t.threshold_exceeded), (Decimal::from(2000), false));
-    let over = run(json!({"amount": 700, "buyer_state": "OR", "counterparty_id": "v", "vendor_ytd_override": "1300"}), &[], "2026-06-01").unwrap();
+    let over =
+        run(json!({"amount": 700, "buyer_state": "OR", "counterparty_id": "v", "vendor_ytd_override": "1300"}), &[], "2026-06-01").unwrap();
     assert_eq!(over.tracking_1099.unwrap().vendor_ytd_total, Decimal::from(2000));
 }
 
 #[test]
 fn the_largest_amount_computes_and_rounding_is_half_away_from_zero() {
-    let det = run(json!({"amount": "100000000", "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "license", "counterparty_id": "c"}), &["TX"], "2026-03-01").unwrap();
+    let det = run(
+        json!({"amount": "100000000", "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "license", "counterparty_id": "c"}),
+        &["TX"],
+        "2026-03-01",
+    )
+    .unwrap();
     assert_eq!(det.total_tax, Decimal::from(8_250_000));
     // 0.06 × 6.25% = 0.00375 → 0.00; 0.08 × 6.25% = 0.005 → 0.01 (half away from zero).
-    let det = run(json!({"amount": 0.08, "buyer_state": "TX", "transaction_type": "license", "counterparty_id": "c"}), &["TX"], "2026-03-01").unwrap();
+    let det =
+        run(json!({"amount": 0.08, "buyer_state": "TX", "transaction_type": "license", "counterparty_id": "c"}), &["TX"], "2026-03-01")
+            .unwrap();
     assert_eq!(det.total_tax, Decimal::new(1, 2));
 }
 
@@ -109,13 +171,23 @@ fn malformed_requests_name_every_bad_field() {
     }
     let tt = errs.iter().find(|e| e.field == "transaction_type").unwrap();
     assert!(tt.message.contains("did you mean `saas`"), "{}", tt.message);
-    let Err(EngineError::Input(errs)) = run(json!({"amount": 100000000.01, "buyer_state": "TX", "counterparty_id": "c"}), &[], "2026-03-01") else { panic!() };
+    let Err(EngineError::Input(errs)) =
+        run(json!({"amount": 100000000.01, "buyer_state": "TX", "counterparty_id": "c"}), &[], "2026-03-01")
+    else {
+        panic!()
+    };
     assert_eq!(errs[0].field, "amount");
 }
 
 #[test]
 fn an_origin_sourced_intrastate_sale_needs_the_seller_zip() {
-    let Err(EngineError::Input(errs)) = run(json!({"amount": 100, "buyer_state": "TX", "seller_state": "TX", "buyer_zip": "78701", "counterparty_id": "c"}), &["TX"], "2026-03-01") else { panic!() };
+    let Err(EngineError::Input(errs)) = run(
+        json!({"amount": 100, "buyer_state": "TX", "seller_state": "TX", "buyer_zip": "78701", "counterparty_id": "c"}),
+        &["TX"],
+        "2026-03-01",
+    ) else {
+        panic!()
+    };
     assert_eq!(errs[0].field, "seller_zip");
 }
 
@@ -134,14 +206,28 @@ fn the_same_registry_answers_for_2025_2026_and_2027() {
 fn explain_reports_engine_input_errors_as_a_rejected_request() {
     let rules = common::rules_dir();
     let explain = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy")).args(["rules", "explain", "--rules"]).arg(&rules).args(args).output().unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy"))
+            .args(["rules", "explain", "--rules"])
+            .arg(&rules)
+            .args(args)
+            .output()
+            .unwrap();
         (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
     };
-    let (code, stdout, stderr) = explain(&["--as-of", "2026-03-01", "--request", r#"{"amount":100,"buyer_state":"UT","seller_state":"UT","counterparty_id":"c"}"#]);
+    let (code, stdout, stderr) =
+        explain(&["--as-of", "2026-03-01", "--request", r#"{"amount":100,"buyer_state":"UT","seller_state":"UT","counterparty_id":"c"}"#]);
     assert_eq!((code, stdout.as_str()), (Some(1), ""));
-    assert!(stderr.starts_with("the request was rejected:\n  seller_zip: is required: intrastate sales in UT are sourced to the seller's location ("), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "the request was rejected:\n  seller_zip: is required: intrastate sales in UT are sourced to the seller's location ("
+        ),
+        "{stderr}"
+    );
     let (code, _, stderr) = explain(&["--as-of", "2023-12-31", "--request", r#"{"amount":100,"buyer_state":"WA","counterparty_id":"c"}"#]);
-    assert_eq!((code, stderr.as_str()), (Some(1), "the request was rejected:\n  --as-of: 2023-12-31 is before the first date the rules cover (2024-01-01)\n"));
+    assert_eq!(
+        (code, stderr.as_str()),
+        (Some(1), "the request was rejected:\n  --as-of: 2023-12-31 is before the first date the rules cover (2024-01-01)\n")
+    );
 }
 
 /// The rules compiled into the binary are the repository's rule files, byte for byte (its scenario tests
@@ -178,16 +264,35 @@ fn the_compiled_in_rules_are_the_rule_files() {
 #[test]
 fn the_binary_runs_from_anywhere() {
     let elsewhere = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy")).arg("openapi").current_dir(elsewhere.path()).env_remove("LEVY_RULES").output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy"))
+        .arg("openapi")
+        .current_dir(elsewhere.path())
+        .env_remove("LEVY_RULES")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["info"]["version"], json!("1.5.0"));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy")).arg("openapi").current_dir(elsewhere.path()).env("LEVY_RULES", common::rules_dir()).output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy"))
+        .arg("openapi")
+        .current_dir(elsewhere.path())
+        .env("LEVY_RULES", common::rules_dir())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let missing = elsewhere.path().join("rules");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy")).arg("openapi").current_dir(elsewhere.path()).env("LEVY_RULES", &missing).output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy"))
+        .arg("openapi")
+        .current_dir(elsewhere.path())
+        .env("LEVY_RULES", &missing)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with(&format!("error: no rules directory at {}", missing.display())), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with(&format!("error: no rules directory at {}", missing.display())),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `levy rules explain --request` reads a YAML request file as it reads the same request in JSON, and names the
@@ -198,12 +303,19 @@ fn explain_reads_a_yaml_request_file() {
     let tmp = tempfile::tempdir().unwrap();
     let explain = |request: &str| {
         let args = ["--as-of", "2026-03-01", "--nexus", "WA", "--json", "--request", request];
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy")).args(["rules", "explain", "--rules"]).arg(&rules).args(args).output().unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_levy"))
+            .args(["rules", "explain", "--rules"])
+            .arg(&rules)
+            .args(args)
+            .output()
+            .unwrap();
         (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
     };
     let yaml = tmp.path().join("request.yaml");
     std::fs::write(&yaml, "# a sale into Seattle\namount: 1000.50\nbuyer_state: WA\nbuyer_zip: \"98101\"\ntransaction_type: saas\ncounterparty_id: c-1\nis_b2b: true\nnexus_override:\n  WA: {hasNexus: true}\n").unwrap();
-    let from_json = explain(r#"{"amount":1000.50,"buyer_state":"WA","buyer_zip":"98101","transaction_type":"saas","counterparty_id":"c-1","is_b2b":true,"nexus_override":{"WA":{"hasNexus":true}}}"#);
+    let from_json = explain(
+        r#"{"amount":1000.50,"buyer_state":"WA","buyer_zip":"98101","transaction_type":"saas","counterparty_id":"c-1","is_b2b":true,"nexus_override":{"WA":{"hasNexus":true}}}"#,
+    );
     let from_yaml = explain(yaml.to_str().unwrap());
     assert_eq!(from_json.0, Some(0), "{}", from_json.2);
     assert_eq!(from_yaml, from_json);

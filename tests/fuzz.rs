@@ -75,7 +75,8 @@ fn hex(b: &[u8]) -> String {
 
 fn corpus(kind: &str) -> Vec<Vec<u8>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz").join(kind);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).map(|e| e.unwrap().path()).collect();
     files.sort();
     files.iter().map(|p| std::fs::read(p).unwrap()).collect()
 }
@@ -84,10 +85,69 @@ fn corpus(kind: &str) -> Vec<Vec<u8>> {
 
 /// Pieces that mean something to YAML, the rules' expressions or JSON, to splice in.
 const TOKENS: &[&str] = &[
-    "\n", "\n  ", "\n    - ", ": ", "- ", "{", "}", "[", "]", ",", "\"", "'", "#", "&a ", "*a", "!!str ", "<<: ", "---\n", "...\n", "|\n", ">-\n",
-    "when: ", "then: ", "from: ", "to: ", "id: ", "cite: ", " and ", " or ", "not ", " in ", " == ", " != ", "{a, b}", "taxable", "exempt",
-    " on 80% of base", "category", "is_b2b", "null", "true", "false", "0", "-1", "1e999", "-0.0", "5e-324", "99999999999999999999999",
-    "2026-02-30", "2026-13-01", "9999-12-31", "\t", "\r\n", "\u{0}", "\u{feff}", "é", "ß", "🙂", "\u{202e}", "\\", "\\u0000", "%", "%%",
+    "\n",
+    "\n  ",
+    "\n    - ",
+    ": ",
+    "- ",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    "\"",
+    "'",
+    "#",
+    "&a ",
+    "*a",
+    "!!str ",
+    "<<: ",
+    "---\n",
+    "...\n",
+    "|\n",
+    ">-\n",
+    "when: ",
+    "then: ",
+    "from: ",
+    "to: ",
+    "id: ",
+    "cite: ",
+    " and ",
+    " or ",
+    "not ",
+    " in ",
+    " == ",
+    " != ",
+    "{a, b}",
+    "taxable",
+    "exempt",
+    " on 80% of base",
+    "category",
+    "is_b2b",
+    "null",
+    "true",
+    "false",
+    "0",
+    "-1",
+    "1e999",
+    "-0.0",
+    "5e-324",
+    "99999999999999999999999",
+    "2026-02-30",
+    "2026-13-01",
+    "9999-12-31",
+    "\t",
+    "\r\n",
+    "\u{0}",
+    "\u{feff}",
+    "é",
+    "ß",
+    "🙂",
+    "\u{202e}",
+    "\\",
+    "\\u0000",
+    "%",
+    "%%",
 ];
 
 #[derive(Clone, Debug)]
@@ -225,7 +285,10 @@ fn fuzz_rule_expressions() {
     assert!(seeds.len() > 300, "{} expressions", seeds.len());
     fuzz("rule expressions", mutations(seeds), |bytes| {
         let text = String::from_utf8_lossy(&bytes);
-        let src = ExprSource { text: &text, span: Span::new(&Arc::from("fuzz.yaml"), 3, 11, u32::try_from(text.chars().count()).unwrap_or(u32::MAX)) };
+        let src = ExprSource {
+            text: &text,
+            span: Span::new(&Arc::from("fuzz.yaml"), 3, 11, u32::try_from(text.chars().count()).unwrap_or(u32::MAX)),
+        };
         let mut sources = SourceMap::default();
         sources.add(&Arc::from("fuzz.yaml"), &format!("a:\n  b:\n    when: {text}\n"));
         for diags in [parse::condition(&src).err(), parse::tax_outcome(&src).err(), parse::sourcing(&src).err()].into_iter().flatten() {
@@ -265,8 +328,29 @@ fn json_value() -> impl Strategy<Value = Value> {
         prop::sample::select(vec!["0", "-0", "1e308", "5e-324", "100000000", "100000000.01", "0.001", "12345678901234567890123", "-1"])
             .prop_map(|n| serde_json::from_str::<Value>(n).unwrap()),
         ".{0,40}".prop_map(Value::String),
-        prop::sample::select(vec!["TX", "tx", "CA", "NY", "DC", "ZZ", "78701", "7870", "2026-03-01", "2026-02-30T25:00:00Z", "saas", "compute", "seller", "buyer", "crypto", "BTC", "buy", "sell", "full", "technical"])
-            .prop_map(|s| Value::String(s.into())),
+        prop::sample::select(vec![
+            "TX",
+            "tx",
+            "CA",
+            "NY",
+            "DC",
+            "ZZ",
+            "78701",
+            "7870",
+            "2026-03-01",
+            "2026-02-30T25:00:00Z",
+            "saas",
+            "compute",
+            "seller",
+            "buyer",
+            "crypto",
+            "BTC",
+            "buy",
+            "sell",
+            "full",
+            "technical"
+        ])
+        .prop_map(|s| Value::String(s.into())),
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
@@ -370,7 +454,8 @@ fn fuzz_calculate_requests() {
         let nexus = req.nexus_override.clone().unwrap_or(nexus);
         if let Ok(det) = engine::determine(&reg, &engine::Input { request: &req, nexus: Some(&nexus), vendor_ytd: None, as_of: *as_of }) {
             prop_assert!(render::full(&det).is_object(), "full body of {body}");
-            let demo: Value = serde_json::from_str(&render::demo(&det, &[], None)).map_err(|e| TestCaseError::fail(format!("demo body of {body}: {e}")))?;
+            let demo: Value = serde_json::from_str(&render::demo(&det, &[], None))
+                .map_err(|e| TestCaseError::fail(format!("demo body of {body}: {e}")))?;
             prop_assert!(demo.is_object());
         }
         Ok(())

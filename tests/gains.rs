@@ -31,7 +31,12 @@ fn status(s: &str) -> Option<usize> {
 }
 
 fn run(year: i32, st: f64, lt: f64, entity: Option<EntityType>, filing: Option<&str>, income: Option<f64>, state: Option<&str>) -> Value {
-    let p = Profile { entity, filing_status: filing.and_then(status), income: income.map(dec), state: state.and_then(levy::rules::schema::state_index) };
+    let p = Profile {
+        entity,
+        filing_status: filing.and_then(status),
+        income: income.map(dec),
+        state: state.and_then(levy::rules::schema::state_index),
+    };
     estimate(&registry().gains, Gains { short_term: dec(st), long_term: dec(lt) }, &p, day(year))
 }
 
@@ -45,7 +50,10 @@ fn individual_by_filing_status_and_year() {
     // LT 285 stacked from 63,919, above the 0% bound 49,450 and under 545,500: 15% = 42.75. MAGI under 200k: no NIIT.
     let e = run(2026, 19.0, 285.0, None, Some("single"), Some(80_000.0), None);
     let fed = &e["federal"];
-    assert_eq!((f(fed, "ordinary_tax"), f(fed, "long_term_tax"), f(fed, "net_investment_income_tax"), f(fed, "total_tax")), (4.18, 42.75, 0.0, 46.93));
+    assert_eq!(
+        (f(fed, "ordinary_tax"), f(fed, "long_term_tax"), f(fed, "net_investment_income_tax"), f(fed, "total_tax")),
+        (4.18, 42.75, 0.0, 46.93)
+    );
     assert_eq!((fed["method"].as_str(), fed["tax_year"].as_i64()), (Some("bracket_aware"), Some(2026)));
 
     // mfj 2025: income 300,000 − 31,500 (OBBBA) = 268,500; LT 100,000 fills 268,500–368,500, all at 15% (bound
@@ -102,7 +110,8 @@ fn entities() {
 
 #[test]
 fn states() {
-    let st = |year, s: f64, l: f64, income: Option<f64>, code: &str| run(year, s, l, None, Some("single"), income, Some(code))["state"].clone();
+    let st =
+        |year, s: f64, l: f64, income: Option<f64>, code: &str| run(year, s, l, None, Some("single"), income, Some(code))["state"].clone();
     // WA 2026: excise on long-term only; 300,000 − 278,000 deduction = 22,000 × 7% = 1,540. Short-term untaxed.
     let wa = st(2026, 50_000.0, 300_000.0, None, "WA");
     assert_eq!((f(&wa, "taxable_short_term"), f(&wa, "taxable_long_term"), f(&wa, "total_tax")), (0.0, 22_000.0, 1_540.0));

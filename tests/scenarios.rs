@@ -63,8 +63,14 @@ fn settling_the_1099_total_afterwards_equals_knowing_it_before() {
         if req.vendor_ytd_override.is_some() {
             continue;
         }
-        let nexus: Option<BTreeMap<usize, bool>> = req.nexus_override.clone().or_else(|| case.nexus.as_ref().map(|v| v.iter().map(|s| (*s, true)).collect()));
-        let determine = |prior: Option<Decimal>| levy::engine::determine(&reg, &levy::engine::Input { request: &req, nexus: nexus.as_ref(), vendor_ytd: prior, as_of: case.as_of });
+        let nexus: Option<BTreeMap<usize, bool>> =
+            req.nexus_override.clone().or_else(|| case.nexus.as_ref().map(|v| v.iter().map(|s| (*s, true)).collect()));
+        let determine = |prior: Option<Decimal>| {
+            levy::engine::determine(
+                &reg,
+                &levy::engine::Input { request: &req, nexus: nexus.as_ref(), vendor_ytd: prior, as_of: case.as_of },
+            )
+        };
         let Ok(early) = determine(None) else { continue };
         let Some(threshold) = early.tracking_1099.as_ref().map(|t| t.threshold) else { continue };
         for prior in [Decimal::ZERO, threshold - req.amount - Decimal::new(1, 2), threshold - req.amount, threshold * Decimal::from(3)] {
@@ -74,7 +80,10 @@ fn settling_the_1099_total_afterwards_equals_knowing_it_before() {
             assert_eq!(format!("{tracking:?}"), format!("{:?}", known.tracking_1099), "{} with {prior} before", case.name);
             assert_eq!(advisories, known.advisories, "{} with {prior} before", case.name);
             compared += 1;
-            crossed += usize::from(known.tracking_1099.as_ref().is_some_and(|t| t.threshold_exceeded) != early.tracking_1099.as_ref().is_some_and(|t| t.threshold_exceeded));
+            crossed += usize::from(
+                known.tracking_1099.as_ref().is_some_and(|t| t.threshold_exceeded)
+                    != early.tracking_1099.as_ref().is_some_and(|t| t.threshold_exceeded),
+            );
         }
     }
     // Most cases' amounts are under the threshold, so the advisory comes and goes in many comparisons.

@@ -114,14 +114,19 @@ async fn oversized_bodies_leave_memory_flat() {
     // the 8 MiB body budget, plus what each connection holds anyway (its 64 KiB read buffer, and a body's first
     // 16 KiB, which the budget does not count): 8 MiB + 64 × 80 KiB = 13 MiB at the most for 64 connections
     // (the bounds below leave the allocator some slack). Unbounded, 8 bodies of 50 MB at once take 400 MB.
-    for (n, chunked, bound_kib) in [(64, false, 4 << 10), (8, true, 10 << 10), (64, true, 20 << 10), (64, false, 20 << 10), (8, true, 20 << 10), (64, true, 20 << 10)] {
+    for (n, chunked, bound_kib) in
+        [(64, false, 4 << 10), (8, true, 10 << 10), (64, true, 20 << 10), (64, false, 20 << 10), (8, true, 20 << 10), (64, true, 20 << 10)]
+    {
         let calls: Vec<_> = (0..n).map(|_| tokio::spawn(post_50_mb_owned(server.addr.clone(), chunked))).collect();
         for c in calls {
             let status = c.await.unwrap();
             assert!(status.starts_with("HTTP/1.1 400"), "{status}");
         }
         let grown = server.rss_kib().saturating_sub(idle);
-        eprintln!("{n} concurrent 50 MB bodies ({}): resident memory {idle} KiB idle, +{grown} KiB", if chunked { "chunked" } else { "Content-Length" });
+        eprintln!(
+            "{n} concurrent 50 MB bodies ({}): resident memory {idle} KiB idle, +{grown} KiB",
+            if chunked { "chunked" } else { "Content-Length" }
+        );
         assert!(grown < bound_kib, "{n} bodies grew the server by {grown} KiB");
     }
     assert!(server.stop().success(), "SIGTERM: a clean stop");

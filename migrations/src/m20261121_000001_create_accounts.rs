@@ -6,16 +6,57 @@ use sea_orm_migration::prelude::*;
 pub struct Migration;
 
 #[derive(DeriveIden)]
-enum Entities { Table, Id, Email, PasswordHash, AgentName, AgentWorkType, AgentDescription, CompanyName, State, EinCiphertext, EstVolume, JoinNetwork, NetworkVisibility, Utm, Plan, NexusConfigured, CreatedAt }
+enum Entities {
+    Table,
+    Id,
+    Email,
+    PasswordHash,
+    AgentName,
+    AgentWorkType,
+    AgentDescription,
+    CompanyName,
+    State,
+    EinCiphertext,
+    EstVolume,
+    JoinNetwork,
+    NetworkVisibility,
+    Utm,
+    Plan,
+    NexusConfigured,
+    CreatedAt,
+}
 
 #[derive(DeriveIden)]
-enum Agents { Table, Id, EntityId, Name, WorkType, Description, CreatedAt }
+enum Agents {
+    Table,
+    Id,
+    EntityId,
+    Name,
+    WorkType,
+    Description,
+    CreatedAt,
+}
 
 #[derive(DeriveIden)]
-enum ApiKeys { Table, Id, EntityId, Name, Prefix, KeyHash, CreatedAt, RevokedAt }
+enum ApiKeys {
+    Table,
+    Id,
+    EntityId,
+    Name,
+    Prefix,
+    KeyHash,
+    CreatedAt,
+    RevokedAt,
+}
 
 #[derive(DeriveIden)]
-enum Sessions { Table, TokenHash, EntityId, CreatedAt, ExpiresAt }
+enum Sessions {
+    Table,
+    TokenHash,
+    EntityId,
+    CreatedAt,
+    ExpiresAt,
+}
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
@@ -70,7 +111,10 @@ impl MigrationTrait for Migration {
                 .to_owned(),
         )
         .await?;
-        m.create_index(Index::create().name("api_keys_entity_prefix").table(ApiKeys::Table).col(ApiKeys::EntityId).col(ApiKeys::Prefix).to_owned()).await?;
+        m.create_index(
+            Index::create().name("api_keys_entity_prefix").table(ApiKeys::Table).col(ApiKeys::EntityId).col(ApiKeys::Prefix).to_owned(),
+        )
+        .await?;
         m.create_table(
             Table::create()
                 .table(Sessions::Table)

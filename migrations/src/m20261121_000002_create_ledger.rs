@@ -6,16 +6,53 @@ use sea_orm_migration::prelude::*;
 pub struct Migration;
 
 #[derive(DeriveIden)]
-enum Transactions { Table, Id, EntityId, CreatedAt, Role, BuyerState, CounterpartyId, Amount, AmountMicros, TotalTax, ExternalTxId, Source, Metadata, Request, Result }
+enum Transactions {
+    Table,
+    Id,
+    EntityId,
+    CreatedAt,
+    Role,
+    BuyerState,
+    CounterpartyId,
+    Amount,
+    AmountMicros,
+    TotalTax,
+    ExternalTxId,
+    Source,
+    Metadata,
+    Request,
+    Result,
+}
 
 #[derive(DeriveIden)]
-enum VendorYtd { Table, EntityId, CounterpartyId, TaxYear, TotalMicros, Payments }
+enum VendorYtd {
+    Table,
+    EntityId,
+    CounterpartyId,
+    TaxYear,
+    TotalMicros,
+    Payments,
+}
 
 #[derive(DeriveIden)]
-enum StateRevenue { Table, EntityId, State, Month, SalesMicros, TxCount }
+enum StateRevenue {
+    Table,
+    EntityId,
+    State,
+    Month,
+    SalesMicros,
+    TxCount,
+}
 
 #[derive(DeriveIden)]
-enum NexusStates { Table, EntityId, State, HasNexus, Reason, UpdatedAt }
+enum NexusStates {
+    Table,
+    EntityId,
+    State,
+    HasNexus,
+    Reason,
+    UpdatedAt,
+}
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
@@ -40,8 +77,25 @@ impl MigrationTrait for Migration {
                 .to_owned(),
         )
         .await?;
-        m.create_index(Index::create().name("transactions_entity_created").table(Transactions::Table).col(Transactions::EntityId).col(Transactions::CreatedAt).to_owned()).await?;
-        m.create_index(Index::create().name("transactions_entity_external").unique().table(Transactions::Table).col(Transactions::EntityId).col(Transactions::ExternalTxId).to_owned()).await?;
+        m.create_index(
+            Index::create()
+                .name("transactions_entity_created")
+                .table(Transactions::Table)
+                .col(Transactions::EntityId)
+                .col(Transactions::CreatedAt)
+                .to_owned(),
+        )
+        .await?;
+        m.create_index(
+            Index::create()
+                .name("transactions_entity_external")
+                .unique()
+                .table(Transactions::Table)
+                .col(Transactions::EntityId)
+                .col(Transactions::ExternalTxId)
+                .to_owned(),
+        )
+        .await?;
         m.create_table(
             Table::create()
                 .table(VendorYtd::Table)
@@ -81,7 +135,9 @@ impl MigrationTrait for Migration {
     }
 
     async fn down(&self, m: &SchemaManager) -> Result<(), DbErr> {
-        for t in [NexusStates::Table.into_iden(), StateRevenue::Table.into_iden(), VendorYtd::Table.into_iden(), Transactions::Table.into_iden()] {
+        for t in
+            [NexusStates::Table.into_iden(), StateRevenue::Table.into_iden(), VendorYtd::Table.into_iden(), Transactions::Table.into_iden()]
+        {
             m.drop_table(Table::drop().table(t).to_owned()).await?;
         }
         Ok(())

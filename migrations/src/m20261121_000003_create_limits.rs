@@ -7,10 +7,26 @@ use sea_orm_migration::prelude::*;
 pub struct Migration;
 
 #[derive(DeriveIden)]
-enum Counters { Table, Name, WindowStart, Count, ExpiresAt }
+enum Counters {
+    Table,
+    Name,
+    WindowStart,
+    Count,
+    ExpiresAt,
+}
 
 #[derive(DeriveIden)]
-enum IdempotencyKeys { Table, EntityId, Key, RequestHash, State, Status, Body, CreatedAt, ExpiresAt }
+enum IdempotencyKeys {
+    Table,
+    EntityId,
+    Key,
+    RequestHash,
+    State,
+    Status,
+    Body,
+    CreatedAt,
+    ExpiresAt,
+}
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {

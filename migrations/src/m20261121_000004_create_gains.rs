@@ -9,16 +9,96 @@ use sea_orm_migration::prelude::*;
 pub struct Migration;
 
 #[derive(DeriveIden)]
-enum Trades { Table, Id, EntityId, AssetSymbol, TradeType, Quantity, PricePerUnit, FeeAmount, TradeDate, CreatedAt, AccountingMethod, SpecificLotId, AssetClass, AssetName, Counterparty, Exchange, Notes, RealizedGain, Request, Result }
+enum Trades {
+    Table,
+    Id,
+    EntityId,
+    AssetSymbol,
+    TradeType,
+    Quantity,
+    PricePerUnit,
+    FeeAmount,
+    TradeDate,
+    CreatedAt,
+    AccountingMethod,
+    SpecificLotId,
+    AssetClass,
+    AssetName,
+    Counterparty,
+    Exchange,
+    Notes,
+    RealizedGain,
+    Request,
+    Result,
+}
 
 #[derive(DeriveIden)]
-enum Lots { Table, Id, EntityId, AssetSymbol, TradeId, AcquiredAt, HoldingStart, Quantity, CostBasis, RemainingQuantity, RemainingBasis, Open, WashAdjustment, ReplacementFor, SplitFrom, CreatedAt }
+enum Lots {
+    Table,
+    Id,
+    EntityId,
+    AssetSymbol,
+    TradeId,
+    AcquiredAt,
+    HoldingStart,
+    Quantity,
+    CostBasis,
+    RemainingQuantity,
+    RemainingBasis,
+    Open,
+    WashAdjustment,
+    ReplacementFor,
+    SplitFrom,
+    CreatedAt,
+}
 
 #[derive(DeriveIden)]
-enum Dispositions { Table, Id, EntityId, TradeId, LotId, AssetSymbol, AssetName, AssetClass, Exchange, Quantity, AcquiredAt, HoldingStart, SoldAt, TaxYear, Proceeds, CostBasis, Term, HoldingDays, WashApplicable, WashDisallowed, WashOpen, WashOpenQuantity, WashOpenLoss, Replacements }
+enum Dispositions {
+    Table,
+    Id,
+    EntityId,
+    TradeId,
+    LotId,
+    AssetSymbol,
+    AssetName,
+    AssetClass,
+    Exchange,
+    Quantity,
+    AcquiredAt,
+    HoldingStart,
+    SoldAt,
+    TaxYear,
+    Proceeds,
+    CostBasis,
+    Term,
+    HoldingDays,
+    WashApplicable,
+    WashDisallowed,
+    WashOpen,
+    WashOpenQuantity,
+    WashOpenLoss,
+    Replacements,
+}
 
 #[derive(DeriveIden)]
-enum Positions { Table, EntityId, AssetSymbol, AssetClass, AssetName, HeldQuantity, OpenLots, RemainingBasis, RealizedShortTerm, RealizedLongTerm, WashDisallowed, Buys, Sells, LastSellAt, UpdatedAt, Version }
+enum Positions {
+    Table,
+    EntityId,
+    AssetSymbol,
+    AssetClass,
+    AssetName,
+    HeldQuantity,
+    OpenLots,
+    RemainingBasis,
+    RealizedShortTerm,
+    RealizedLongTerm,
+    WashDisallowed,
+    Buys,
+    Sells,
+    LastSellAt,
+    UpdatedAt,
+    Version,
+}
 
 fn text(c: impl IntoIden) -> ColumnDef {
     ColumnDef::new(c).string_len(64).not_null().to_owned()
@@ -52,8 +132,20 @@ impl MigrationTrait for Migration {
                 .to_owned(),
         )
         .await?;
-        m.create_index(Index::create().name("trades_entity_date").table(Trades::Table).col(Trades::EntityId).col(Trades::TradeDate).to_owned()).await?;
-        m.create_index(Index::create().name("trades_entity_asset_date").table(Trades::Table).col(Trades::EntityId).col(Trades::AssetSymbol).col(Trades::TradeDate).to_owned()).await?;
+        m.create_index(
+            Index::create().name("trades_entity_date").table(Trades::Table).col(Trades::EntityId).col(Trades::TradeDate).to_owned(),
+        )
+        .await?;
+        m.create_index(
+            Index::create()
+                .name("trades_entity_asset_date")
+                .table(Trades::Table)
+                .col(Trades::EntityId)
+                .col(Trades::AssetSymbol)
+                .col(Trades::TradeDate)
+                .to_owned(),
+        )
+        .await?;
 
         m.create_table(
             Table::create()
@@ -76,7 +168,18 @@ impl MigrationTrait for Migration {
                 .to_owned(),
         )
         .await?;
-        m.create_index(Index::create().name("lots_open_by_date").table(Lots::Table).col(Lots::EntityId).col(Lots::AssetSymbol).col(Lots::Open).col(Lots::AcquiredAt).col(Lots::Id).to_owned()).await?;
+        m.create_index(
+            Index::create()
+                .name("lots_open_by_date")
+                .table(Lots::Table)
+                .col(Lots::EntityId)
+                .col(Lots::AssetSymbol)
+                .col(Lots::Open)
+                .col(Lots::AcquiredAt)
+                .col(Lots::Id)
+                .to_owned(),
+        )
+        .await?;
 
         m.create_table(
             Table::create()
@@ -107,8 +210,28 @@ impl MigrationTrait for Migration {
                 .to_owned(),
         )
         .await?;
-        m.create_index(Index::create().name("dispositions_entity_year").table(Dispositions::Table).col(Dispositions::EntityId).col(Dispositions::TaxYear).col(Dispositions::SoldAt).col(Dispositions::Id).to_owned()).await?;
-        m.create_index(Index::create().name("dispositions_open_losses").table(Dispositions::Table).col(Dispositions::EntityId).col(Dispositions::AssetSymbol).col(Dispositions::WashOpen).col(Dispositions::SoldAt).to_owned()).await?;
+        m.create_index(
+            Index::create()
+                .name("dispositions_entity_year")
+                .table(Dispositions::Table)
+                .col(Dispositions::EntityId)
+                .col(Dispositions::TaxYear)
+                .col(Dispositions::SoldAt)
+                .col(Dispositions::Id)
+                .to_owned(),
+        )
+        .await?;
+        m.create_index(
+            Index::create()
+                .name("dispositions_open_losses")
+                .table(Dispositions::Table)
+                .col(Dispositions::EntityId)
+                .col(Dispositions::AssetSymbol)
+                .col(Dispositions::WashOpen)
+                .col(Dispositions::SoldAt)
+                .to_owned(),
+        )
+        .await?;
         m.create_index(Index::create().name("dispositions_trade").table(Dispositions::Table).col(Dispositions::TradeId).to_owned()).await?;
 
         m.create_table(

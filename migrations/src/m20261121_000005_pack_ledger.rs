@@ -7,10 +7,19 @@ use sea_orm_migration::prelude::*;
 pub struct Migration;
 
 #[derive(DeriveIden)]
-enum Transactions { Table, ResultDictionary, ResultZstd }
+enum Transactions {
+    Table,
+    ResultDictionary,
+    ResultZstd,
+}
 
 #[derive(DeriveIden)]
-enum LedgerDictionaries { Table, Id, CreatedAt, Content }
+enum LedgerDictionaries {
+    Table,
+    Id,
+    CreatedAt,
+    Content,
+}
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
@@ -25,8 +34,17 @@ impl MigrationTrait for Migration {
         )
         .await?;
         // (SQLite adds one column per statement.)
-        m.alter_table(Table::alter().table(Transactions::Table).add_column(ColumnDef::new(Transactions::ResultDictionary).string_len(64).null()).to_owned()).await?;
-        m.alter_table(Table::alter().table(Transactions::Table).add_column(ColumnDef::new(Transactions::ResultZstd).binary().null()).to_owned()).await
+        m.alter_table(
+            Table::alter()
+                .table(Transactions::Table)
+                .add_column(ColumnDef::new(Transactions::ResultDictionary).string_len(64).null())
+                .to_owned(),
+        )
+        .await?;
+        m.alter_table(
+            Table::alter().table(Transactions::Table).add_column(ColumnDef::new(Transactions::ResultZstd).binary().null()).to_owned(),
+        )
+        .await
     }
 
     async fn down(&self, m: &SchemaManager) -> Result<(), DbErr> {

@@ -25,9 +25,12 @@ impl MigrationTrait for Migration {
             .iter()
             .map(|r| Ok((r.try_get::<String>("", "id")?, r.try_get::<Vec<u8>>("", "content")?)))
             .collect::<Result<_, DbErr>>()?;
-        let select = format!(r#"SELECT "id", "result_dictionary", "result_zstd" FROM "transactions" WHERE "result_zstd" IS NOT NULL LIMIT {ROUND}"#);
+        let select =
+            format!(r#"SELECT "id", "result_dictionary", "result_zstd" FROM "transactions" WHERE "result_zstd" IS NOT NULL LIMIT {ROUND}"#);
         let update = match backend {
-            sea_orm_migration::sea_orm::DbBackend::Postgres => r#"UPDATE "transactions" SET "result" = $1, "result_zstd" = NULL, "result_dictionary" = NULL WHERE "id" = $2"#,
+            sea_orm_migration::sea_orm::DbBackend::Postgres => {
+                r#"UPDATE "transactions" SET "result" = $1, "result_zstd" = NULL, "result_dictionary" = NULL WHERE "id" = $2"#
+            }
             _ => r#"UPDATE "transactions" SET "result" = ?, "result_zstd" = NULL, "result_dictionary" = NULL WHERE "id" = ?"#,
         };
         loop {
@@ -39,7 +42,10 @@ impl MigrationTrait for Migration {
                 let id: String = r.try_get("", "id")?;
                 let dictionary: Option<String> = r.try_get("", "result_dictionary")?;
                 let packed: Vec<u8> = r.try_get("", "result_zstd")?;
-                let content = dictionary.as_ref().and_then(|d| dictionaries.get(d)).ok_or_else(|| DbErr::Migration(format!("ledger row {id}: its dictionary is missing")))?;
+                let content = dictionary
+                    .as_ref()
+                    .and_then(|d| dictionaries.get(d))
+                    .ok_or_else(|| DbErr::Migration(format!("ledger row {id}: its dictionary is missing")))?;
                 let body = unpacked(content, &packed).map_err(|e| DbErr::Migration(format!("ledger row {id}: {e}")))?;
                 db.execute(Statement::from_sql_and_values(backend, update, [Value::from(body), Value::from(id)])).await?;
             }

@@ -7,15 +7,15 @@ use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::{json, Map, Value};
 
 use super::auth::SessionAuth;
-use crate::clock::iso;
+use super::context::client_ip;
 use super::error::ApiError;
 use super::keys::{key_view, new_key};
 use super::payload::{JsonBody, JsonText};
 use super::schema::accounts::{AgentCreated, CreateAgentRequest, LoginRequest, LoginResponse, MeResponse, SignupRequest, SignupResponse};
 use super::{ApiTags, AppState};
+use crate::clock::iso;
 use crate::error_responses;
 use crate::rules::schema::{state_index, WORK_TYPES};
-use super::context::client_ip;
 use crate::security::{check_login_password, hash_password, new_id, new_session_token, sha256_hex};
 use crate::store::entity::{agent, entity, session};
 use crate::store::StoreError;
@@ -27,8 +27,18 @@ pub struct AccountsApi(pub Arc<AppState>);
 pub const SESSION_LIFETIME_MS: i64 = 7 * 24 * 3600 * 1000;
 
 const SIGNUP_FIELDS: &[&str] = &[
-    "email", "password", "agent_name", "agent_work_type", "agent_description", "company_name", "state", "ein", "est_volume", "join_network",
-    "network_visibility", "utm",
+    "email",
+    "password",
+    "agent_name",
+    "agent_work_type",
+    "agent_description",
+    "company_name",
+    "state",
+    "ein",
+    "est_volume",
+    "join_network",
+    "network_visibility",
+    "utm",
 ];
 const UTM_FIELDS: &[&str] = &["utm_source", "utm_medium", "utm_campaign", "utm_content", "utm_term", "landing_page"];
 
@@ -93,7 +103,12 @@ error_responses!(AgentErrors {
 /// A plausible address: one @, a local part, a dotted domain, no spaces. (Delivery is what proves it.)
 fn valid_email(e: &str) -> bool {
     let Some((local, domain)) = e.split_once('@') else { return false };
-    !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.') && !e.contains(char::is_whitespace) && !domain.contains('@')
+    !local.is_empty()
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !e.contains(char::is_whitespace)
+        && !domain.contains('@')
 }
 
 /// A valid signup; `account.password_hash` is filled in by [`blocking`] hashing once the signup limit allows it.
@@ -172,7 +187,14 @@ fn parse_signup(value: &Value, state: &AppState, now: i64) -> Result<Signup, Api
     let id = new_id("ent");
     Ok(Signup {
         password,
-        agent: agent::Model { id: new_id("agt"), entity_id: id.clone(), name: agent_name.clone(), work_type: work_type.clone(), description: description.clone(), created_at: now },
+        agent: agent::Model {
+            id: new_id("agt"),
+            entity_id: id.clone(),
+            name: agent_name.clone(),
+            work_type: work_type.clone(),
+            description: description.clone(),
+            created_at: now,
+        },
         account: entity::Model {
             id,
             email,
@@ -216,7 +238,9 @@ impl AccountsApi {
         let (entity_id, agent_id) = (parsed.account.id.clone(), parsed.agent.id.clone());
         match s.store.create_account(parsed.account, parsed.agent, key_row.clone()).await {
             Ok(()) => {}
-            Err(StoreError::Conflict(_)) => return Err(ApiError::conflict("an account with this email already exists; log in instead").into()),
+            Err(StoreError::Conflict(_)) => {
+                return Err(ApiError::conflict("an account with this email already exists; log in instead").into())
+            }
             Err(e) => return Err(ApiError::from(e).into()),
         }
         let out = json!({
@@ -263,10 +287,16 @@ impl AccountsApi {
         let token = new_session_token();
         let expires = now + SESSION_LIFETIME_MS;
         s.store
-            .insert_session(session::Model { token_hash: sha256_hex(token.as_bytes()), entity_id: account.id.clone(), created_at: now, expires_at: expires })
+            .insert_session(session::Model {
+                token_hash: sha256_hex(token.as_bytes()),
+                entity_id: account.id.clone(),
+                created_at: now,
+                expires_at: expires,
+            })
             .await
             .map_err(ApiError::from)?;
-        let out = json!({"success": true, "session_token": token, "token_type": "Bearer", "expires_at": iso(expires), "entity_id": account.id});
+        let out =
+            json!({"success": true, "session_token": token, "token_type": "Bearer", "expires_at": iso(expires), "entity_id": account.id});
         Ok(LoginResponses::Ok(JsonText::value(&out)))
     }
 
@@ -279,7 +309,11 @@ impl AccountsApi {
         let keys = s.store.keys(&account.id).await.map_err(ApiError::from)?;
         let usage = s.monthly_usage(&account).await?;
         let recent = s.store.recent_transactions(&account.id, 10).await.map_err(ApiError::from)?;
-        let trades = s.store.list_trades(&account.id, &crate::store::gains::TradeFilter { limit: 10, ..Default::default() }).await.map_err(ApiError::from)?;
+        let trades = s
+            .store
+            .list_trades(&account.id, &crate::store::gains::TradeFilter { limit: 10, ..Default::default() })
+            .await
+            .map_err(ApiError::from)?;
         let now = Utc.timestamp_millis_opt(s.clock.now_ms()).single().unwrap_or_else(Utc::now);
         let out = json!({
             "success": true,
@@ -324,7 +358,9 @@ impl AccountsApi {
         let account = s.session(&auth).await?;
         let mut c = Checker::default();
         let value = body.value()?;
-        let Some(obj) = c.object(value, &["agent_name", "work_type", "description"]) else { return Err(ApiError::fields(&c.errors).into()) };
+        let Some(obj) = c.object(value, &["agent_name", "work_type", "description"]) else {
+            return Err(ApiError::fields(&c.errors).into());
+        };
         let name = c.text(obj, "agent_name", true, 1, 200);
         let work_type = c.one_of(obj, "work_type", false, &WORK_TYPES).unwrap_or_else(|| "compute".into());
         let description = c.text(obj, "description", false, 0, 2000).unwrap_or_default();
@@ -334,4 +370,3 @@ impl AccountsApi {
         Ok(AgentResponses::Created(JsonText::value(&json!({"success": true, "agent": agent_view(&a)}))))
     }
 }
-

@@ -124,6 +124,9 @@ impl AppState {
     pub async fn session(&self, auth: &SessionAuth) -> Result<entity::Model, ApiError> {
         let token = auth.0.token.trim();
         let now = self.clock.now_ms();
-        self.store.session_entity(&sha256_hex(token.as_bytes()), now).await?.ok_or_else(|| ApiError::unauthorized("unknown or expired session token; log in again"))
+        self.store
+            .session_entity(&sha256_hex(token.as_bytes()), now)
+            .await?
+            .ok_or_else(|| ApiError::unauthorized("unknown or expired session token; log in again"))
     }
 }

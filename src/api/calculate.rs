@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
+use super::schema::param::{IdempotencyKey, Param};
 use crate::clock::iso;
 use poem_openapi::param::Header;
-use super::schema::param::{IdempotencyKey, Param};
 use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::Value;
 
@@ -13,11 +13,11 @@ use super::context::client_ip;
 use super::error::ApiError;
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::payload::{JsonBody, JsonText};
-use crate::ledger::{Entry, Job, Payer, Source};
 use super::schema::calculate::{CalculateRequest, Calculation};
 use super::{ApiTags, AppState};
 use crate::engine::{determine, parse_request, render, Input, Request};
 use crate::error_responses;
+use crate::ledger::{Entry, Job, Payer, Source};
 use crate::security::new_id;
 
 pub struct CalculateApi(pub Arc<AppState>);
@@ -25,10 +25,18 @@ pub struct CalculateApi(pub Arc<AppState>);
 #[derive(ApiResponse)]
 #[oai(
     header(name = "X-Request-Id", ty = "String", description = "The request id."),
-    header(name = "X-RateLimit-Limit", ty = "i64", description = "Keyed: calls allowed per 60-second window for this key (120). Demo: calls allowed per UTC day (50)."),
+    header(
+        name = "X-RateLimit-Limit",
+        ty = "i64",
+        description = "Keyed: calls allowed per 60-second window for this key (120). Demo: calls allowed per UTC day (50)."
+    ),
     header(name = "X-RateLimit-Remaining", ty = "i64", description = "Calls left in that window."),
     header(name = "X-RateLimit-Reset", ty = "i64", description = "Unix time (seconds) at which that window resets."),
-    header(name = "X-Idempotency-Status", ty = "Option<String>", description = "`cached` when this is the stored response of an earlier request with the same Idempotency-Key.")
+    header(
+        name = "X-Idempotency-Status",
+        ty = "Option<String>",
+        description = "`cached` when this is the stored response of an earlier request with the same Idempotency-Key."
+    )
 )]
 pub enum CalculateResponse {
     /// The determination: the full answer with an API key (recorded in the ledger), the demo answer without.
@@ -96,7 +104,9 @@ pub fn parse_live(value: &Value, prefix: &str) -> Result<LiveRequest, Vec<String
     if let Some(obj) = value.as_object() {
         for f in DEMO_ONLY_FIELDS {
             if obj.contains_key(*f) {
-                errors.push(format!("{prefix}{f}: only honoured on keyless demo calls; live calls use the account's stored nexus and ledger"));
+                errors.push(format!(
+                    "{prefix}{f}: only honoured on keyless demo calls; live calls use the account's stored nexus and ledger"
+                ));
             }
         }
     }
@@ -121,7 +131,12 @@ enum Next {
 impl AppState {
     /// A keyed calculation: the response text, stored under the Idempotency-Key when one was sent. The call is
     /// counted in its key's burst window by the ledger batch, or here if it ends before it (a 400, a replay).
-    async fn keyed_calculation(self: &Arc<Self>, key: &KeyAuth, idempotency_key: Option<&str>, body: &JsonBody<CalculateRequest>) -> Result<String, ApiError> {
+    async fn keyed_calculation(
+        self: &Arc<Self>,
+        key: &KeyAuth,
+        idempotency_key: Option<&str>,
+        body: &JsonBody<CalculateRequest>,
+    ) -> Result<String, ApiError> {
         let owner = self.ledger_key(key).await?;
         let now_ms = self.clock.now_ms();
         let (live, idem) = match self.before_batch(key, &owner.entity_id, idempotency_key, body).await {
@@ -157,7 +172,13 @@ impl AppState {
     }
 
     /// What a keyed call does before the ledger batch: validate, and claim (or replay) the Idempotency-Key.
-    async fn before_batch(&self, key: &KeyAuth, entity_id: &str, idempotency_key: Option<&str>, body: &JsonBody<CalculateRequest>) -> Result<Next, ApiError> {
+    async fn before_batch(
+        &self,
+        key: &KeyAuth,
+        entity_id: &str,
+        idempotency_key: Option<&str>,
+        body: &JsonBody<CalculateRequest>,
+    ) -> Result<Next, ApiError> {
         let value = body.value()?;
         let idem = parse_key(idempotency_key)?;
         if let Some(k) = &idem {

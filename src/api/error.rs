@@ -90,7 +90,11 @@ impl ApiError {
 
     pub fn invalid(errors: Vec<String>) -> Self {
         let n = errors.len();
-        let mut e = ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidInput, format!("the request has {n} invalid field{}", if n == 1 { "" } else { "s" }));
+        let mut e = ApiError::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidInput,
+            format!("the request has {n} invalid field{}", if n == 1 { "" } else { "s" }),
+        );
         e.errors = errors;
         e
     }

@@ -45,7 +45,11 @@ pub fn parse_key(header: Option<&str>) -> Result<Option<String>, ApiError> {
     if (1..=MAX_KEY_LEN).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()) {
         Ok(Some(k.to_string()))
     } else {
-        Err(ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::IdempotencyKeyInvalid, "Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID is a good choice)"))
+        Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::IdempotencyKeyInvalid,
+            "Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID is a good choice)",
+        ))
     }
 }
 
@@ -106,12 +110,18 @@ impl AppState {
                     return Ok(Begin::Replay { status, body });
                 }
                 Claim::Mismatch => {
-                    return Err(ApiError::new(StatusCode::CONFLICT, ErrorCode::IdempotencyKeyConflict, "this Idempotency-Key was used with a different request body; use a new key for a new request"));
+                    return Err(ApiError::new(
+                        StatusCode::CONFLICT,
+                        ErrorCode::IdempotencyKeyConflict,
+                        "this Idempotency-Key was used with a different request body; use a new key for a new request",
+                    ));
                 }
                 Claim::InProgress if started.elapsed() < WAIT_FOR_FIRST => tokio::time::sleep(POLL).await,
                 Claim::InProgress => {
                     set_header("Retry-After", 1);
-                    return Err(ApiError::conflict("a request with this Idempotency-Key is still being processed; retry shortly to receive its response"));
+                    return Err(ApiError::conflict(
+                        "a request with this Idempotency-Key is still being processed; retry shortly to receive its response",
+                    ));
                 }
             }
         }

@@ -8,11 +8,11 @@ use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::{json, Value};
 
 use super::auth::KeyAuth;
-use crate::clock::iso;
 use super::error::{ApiError, ErrorCode};
 use super::payload::{JsonBody, JsonText, OptionalJsonBody};
 use super::schema::accounts::{KeyCreateRequest, KeyCreated, KeyList, RevokeRequest, RevokeResponse};
 use super::{ApiTags, AppState};
+use crate::clock::iso;
 use crate::error_responses;
 use crate::security::{key_prefix, new_api_key, new_id, sha256_hex, KEY_PREFIX_LEN};
 use crate::store::entity::api_key;
@@ -23,7 +23,15 @@ pub struct KeysApi(pub Arc<AppState>);
 /// A fresh key and the row that stores it (hash and prefix only).
 pub fn new_key(entity_id: &str, name: &str, now: i64) -> (String, api_key::Model) {
     let raw = new_api_key();
-    let row = api_key::Model { id: new_id("key"), entity_id: entity_id.into(), name: name.into(), prefix: key_prefix(&raw), key_hash: sha256_hex(raw.as_bytes()), created_at: now, revoked_at: None };
+    let row = api_key::Model {
+        id: new_id("key"),
+        entity_id: entity_id.into(),
+        name: name.into(),
+        prefix: key_prefix(&raw),
+        key_hash: sha256_hex(raw.as_bytes()),
+        created_at: now,
+        revoked_at: None,
+    };
     (raw, row)
 }
 
@@ -98,7 +106,11 @@ impl KeysApi {
 
     /// Create an API key (live only; shown once)
     #[oai(path = "/keys", method = "post", operation_id = "createKey")]
-    async fn create(&self, auth: KeyAuth, OptionalJsonBody(body): OptionalJsonBody<KeyCreateRequest>) -> Result<CreateKeyResponses, CreateKeyErrors> {
+    async fn create(
+        &self,
+        auth: KeyAuth,
+        OptionalJsonBody(body): OptionalJsonBody<KeyCreateRequest>,
+    ) -> Result<CreateKeyResponses, CreateKeyErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
         let empty = json!({});

@@ -8,15 +8,15 @@ use serde_json::{json, Map, Value};
 
 use super::auth::KeyAuth;
 use super::calculate::{parse_live, LiveRequest};
-use crate::clock::iso;
 use super::error::ApiError;
 use super::payload::{JsonBody, JsonText};
 use super::schema::calculate::{Role, TransactionType};
 use super::schema::ledger::{IngestBody, IngestResponse, TransactionList};
 use super::schema::param::{text, DateOrDateTime, Param, StateParam};
-use crate::ledger::{Entry, EntryOutcome, Job, Payer, Source};
 use super::{ApiTags, AppState};
+use crate::clock::iso;
 use crate::error_responses;
+use crate::ledger::{Entry, EntryOutcome, Job, Payer, Source};
 use crate::rules::diag::did_you_mean;
 use crate::rules::schema::{state_index, STATES, TRANSACTION_TYPES};
 use crate::store::entity::transaction;
@@ -91,7 +91,11 @@ fn parse_item(v: &Value, prefix: &str, errors: &mut Vec<String>) -> Option<Inges
     }
     errors.extend(check.errors.iter().map(|e| format!("{prefix}{}: {}", e.field, e.message)));
     match parse_live(&Value::Object(core), prefix) {
-        Ok(live) if check.errors.is_empty() => Some(IngestItem { live: LiveRequest { request: live.request, raw: v.clone(), prefix: live.prefix }, external_tx_id: ext.or(reference), metadata }),
+        Ok(live) if check.errors.is_empty() => Some(IngestItem {
+            live: LiveRequest { request: live.request, raw: v.clone(), prefix: live.prefix },
+            external_tx_id: ext.or(reference),
+            metadata,
+        }),
         Ok(_) => None,
         Err(e) => {
             errors.extend(e);
@@ -108,7 +112,15 @@ fn stored(row: &transaction::Model) -> (Value, Value) {
 }
 
 /// One entry of an ingest response, new or replayed.
-fn ingested(index: u32, transaction_id: &Value, external_tx_id: Option<&str>, duplicate: bool, created_at_ms: i64, metadata: Value, calculation: Value) -> Value {
+fn ingested(
+    index: u32,
+    transaction_id: &Value,
+    external_tx_id: Option<&str>,
+    duplicate: bool,
+    created_at_ms: i64,
+    metadata: Value,
+    calculation: Value,
+) -> Value {
     json!({
         "index": index,
         "transaction_id": transaction_id,
@@ -190,7 +202,8 @@ impl LedgerApi {
     ) -> Result<ListResponses, ListErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
-        let (role, state, buyer_state, transaction_type, since) = (text(role), text(state), text(buyer_state), text(transaction_type), text(since));
+        let (role, state, buyer_state, transaction_type, since) =
+            (text(role), text(state), text(buyer_state), text(transaction_type), text(since));
         let mut errors = Vec::new();
         let role = role.0.filter(|r| {
             let ok = r == "seller" || r == "buyer";
@@ -204,7 +217,9 @@ impl LedgerApi {
             Some(st) => match state_index(&st.to_ascii_uppercase()) {
                 Some(_) => Some(st.to_ascii_uppercase()),
                 None => {
-                    let hint = did_you_mean(&st.to_ascii_uppercase(), STATES.iter().copied()).map(|x| format!(" (did you mean `{x}`?)")).unwrap_or_default();
+                    let hint = did_you_mean(&st.to_ascii_uppercase(), STATES.iter().copied())
+                        .map(|x| format!(" (did you mean `{x}`?)"))
+                        .unwrap_or_default();
                     errors.push(format!("{name}: `{st}` is not a two-letter US state code or DC{hint}"));
                     None
                 }
@@ -217,7 +232,8 @@ impl LedgerApi {
         let transaction_type = transaction_type.0.filter(|tt| {
             let ok = TRANSACTION_TYPES.contains(&tt.as_str());
             if !ok {
-                let hint = did_you_mean(tt, TRANSACTION_TYPES.iter().copied()).map(|x| format!("; did you mean `{x}`?")).unwrap_or_default();
+                let hint =
+                    did_you_mean(tt, TRANSACTION_TYPES.iter().copied()).map(|x| format!("; did you mean `{x}`?")).unwrap_or_default();
                 errors.push(format!("transaction_type: `{tt}` is not one of: {}{hint}", TRANSACTION_TYPES.join(", ")));
             }
             ok
@@ -237,7 +253,8 @@ impl LedgerApi {
             return Err(ApiError::invalid(errors).into());
         }
         let filter = TransactionFilter { role, state, transaction_type, since_ms, limit, offset };
-        let rows = if disjoint { Vec::new() } else { s.store.list_transactions(&owner.entity.id, &filter).await.map_err(ApiError::from)? };
+        let rows =
+            if disjoint { Vec::new() } else { s.store.list_transactions(&owner.entity.id, &filter).await.map_err(ApiError::from)? };
         let list: Vec<Value> = rows.iter().map(transaction_view).collect();
         Ok(ListResponses::Ok(JsonText::value(&json!({"success": true, "count": list.len(), "transactions": list}))))
     }
@@ -286,7 +303,8 @@ impl AppState {
         // The same external id twice in one batch is the caller's retry folded in: the second is its duplicate.
         let now_ms = s.clock.now_ms();
         let shown: Vec<Shown> = items.iter().map(|i| (i.external_tx_id.clone(), i.metadata.clone())).collect();
-        let entries = items.into_iter().map(|i| Entry::new(i.live.request, i.live.raw, i.live.prefix, i.external_tx_id, i.metadata)).collect();
+        let entries =
+            items.into_iter().map(|i| Entry::new(i.live.request, i.live.raw, i.live.prefix, i.external_tx_id, i.metadata)).collect();
         let payer = Payer::ApiKey { key_id: key.key_id.clone(), entity_id: key.entity_id.clone() };
         let mut job = Job { payer, entries, source: Source::Ingest, now_ms };
         // Records the engine cannot answer as sent reject the whole request, as invalid fields do; nothing is written.
@@ -303,7 +321,8 @@ impl AppState {
                 }
                 EntryOutcome::New { calculation } => {
                     written += 1;
-                    let body: Value = serde_json::from_str(&calculation).map_err(|e| ApiError::internal(format!("stored calculation: {e}")))?;
+                    let body: Value =
+                        serde_json::from_str(&calculation).map_err(|e| ApiError::internal(format!("stored calculation: {e}")))?;
                     let id = body.get("transaction_id").cloned().unwrap_or(Value::Null);
                     out.push(ingested(index, &id, ext.as_deref(), false, now_ms, metadata.map(Value::Object).unwrap_or(Value::Null), body));
                 }

@@ -11,11 +11,11 @@ use serde_json::json;
 
 use super::context::set_header;
 use super::error::{ApiError, ErrorCode};
-use crate::plans::plan;
 use super::AppState;
-use crate::store::entity::entity;
-use crate::security::sha256_hex;
 use crate::ledger::{burst_call, month_start_ms};
+use crate::plans::plan;
+use crate::security::sha256_hex;
+use crate::store::entity::entity;
 
 const MINUTE_MS: i64 = 60_000;
 const HOUR_MS: i64 = 60 * MINUTE_MS;
@@ -113,7 +113,11 @@ impl AppState {
         let (address, _) = self.count_in_window(&login_address(ip), now, len, 1).await?;
         if account > self.limits.login_failures_per_account || address > self.limits.login_failures_per_address {
             let minutes = self.limits.login_window_secs / 60;
-            return Err(window_used_up(now, end, format!("too many failed logins for this account or from this address in {minutes} minutes; retry later")));
+            return Err(window_used_up(
+                now,
+                end,
+                format!("too many failed logins for this account or from this address in {minutes} minutes; retry later"),
+            ));
         }
         Ok(())
     }
@@ -134,10 +138,18 @@ impl AppState {
         let (day, day_end) = self.count_in_window(&format!("signup-day:{ip}"), now, DAY_MS, 1).await?;
         let (hour, hour_end) = self.count_in_window(&format!("signup-hour:{ip}"), now, HOUR_MS, 1).await?;
         if day > self.limits.signups_per_day {
-            return Err(window_used_up(now, day_end, format!("at most {} signups per UTC day from one address", self.limits.signups_per_day)));
+            return Err(window_used_up(
+                now,
+                day_end,
+                format!("at most {} signups per UTC day from one address", self.limits.signups_per_day),
+            ));
         }
         if hour > self.limits.signups_per_hour {
-            return Err(window_used_up(now, hour_end, format!("at most {} signups per hour from one address", self.limits.signups_per_hour)));
+            return Err(window_used_up(
+                now,
+                hour_end,
+                format!("at most {} signups per hour from one address", self.limits.signups_per_hour),
+            ));
         }
         Ok(())
     }
@@ -150,7 +162,8 @@ impl AppState {
         let minute = now - now.rem_euclid(MINUTE_MS);
         let day_ms = DAY_MS;
         let day = now - now.rem_euclid(day_ms);
-        let per_minute = self.store.take_unit(&format!("demo-minute:{ip}"), minute, minute + 2 * MINUTE_MS, self.limits.demo_per_minute).await?;
+        let per_minute =
+            self.store.take_unit(&format!("demo-minute:{ip}"), minute, minute + 2 * MINUTE_MS, self.limits.demo_per_minute).await?;
         let per_day = self.store.take_unit(&format!("demo-day:{ip}"), day, day + 2 * day_ms, self.limits.demo_per_day).await?;
         let limit = self.limits.demo_per_day;
         set_header("X-RateLimit-Limit", limit);
@@ -174,7 +187,10 @@ impl AppState {
         }
         if per_minute > self.limits.demo_per_minute {
             set_header("Retry-After", ceil_seconds(minute + MINUTE_MS - now).max(1));
-            let mut e = ApiError::rate_limited(format!("the keyless demo allows {} calls per minute from one address", self.limits.demo_per_minute));
+            let mut e = ApiError::rate_limited(format!(
+                "the keyless demo allows {} calls per minute from one address",
+                self.limits.demo_per_minute
+            ));
             e.signup = Some(signup_block());
             return Err(e);
         }

@@ -40,7 +40,9 @@ impl<E: Endpoint> Envelope<E> {
     fn client_ip(&self, req: &Request) -> String {
         if self.trust_forwarded_for {
             // Only an address: any other text would let a client name its own limiter window.
-            if let Some(ip) = req.header("x-forwarded-for").and_then(|v| v.split(',').next()).and_then(|f| f.trim().parse::<std::net::IpAddr>().ok()) {
+            if let Some(ip) =
+                req.header("x-forwarded-for").and_then(|v| v.split(',').next()).and_then(|f| f.trim().parse::<std::net::IpAddr>().ok())
+            {
                 return ip.to_string();
             }
         }
@@ -100,13 +102,17 @@ fn from_status(status: StatusCode, detail: &str) -> ApiError {
         StatusCode::NOT_FOUND => ApiError::not_found("not found"),
         StatusCode::METHOD_NOT_ALLOWED => ApiError::new(status, ErrorCode::MethodNotAllowed, "method not allowed"),
         StatusCode::UNAUTHORIZED => ApiError::unauthorized("missing or invalid credentials"),
-        StatusCode::PAYLOAD_TOO_LARGE | StatusCode::BAD_REQUEST | StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::invalid(vec![format!("body: {detail}")]),
+        StatusCode::PAYLOAD_TOO_LARGE | StatusCode::BAD_REQUEST | StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            ApiError::invalid(vec![format!("body: {detail}")])
+        }
         _ => ApiError::internal(format!("{status}: {detail}")),
     }
 }
 
 fn envelope_response(err: &ApiError) -> Response {
-    poem::web::Json(serde_json::to_value(poem_openapi::types::ToJSON::to_json(&err.envelope())).unwrap_or_default()).with_status(err.status).into_response()
+    poem::web::Json(serde_json::to_value(poem_openapi::types::ToJSON::to_json(&err.envelope())).unwrap_or_default())
+        .with_status(err.status)
+        .into_response()
 }
 
 impl<E: Endpoint> Endpoint for Envelope<E> {
@@ -122,7 +128,11 @@ impl<E: Endpoint> Endpoint for Envelope<E> {
         let method = req.method().to_string();
         let path = req.uri().path().to_string();
         let query = req.uri().query().map(str::to_string);
-        let ctx = Arc::new(RequestContext { request_id: request_id.clone(), client_ip: self.client_ip(&req), extra_headers: Mutex::new(Vec::new()) });
+        let ctx = Arc::new(RequestContext {
+            request_id: request_id.clone(),
+            client_ip: self.client_ip(&req),
+            extra_headers: Mutex::new(Vec::new()),
+        });
         let span = tracing::info_span!("request", request_id = %request_id, method = %method, path = %path);
         let started = Instant::now();
         let mut resp = context::scope(ctx.clone(), async {

@@ -28,10 +28,10 @@ use poem_openapi::{OpenApiService, Tags};
 use crate::clock::Clock;
 use crate::config::Limits;
 use crate::ledger::{Job, Ledger, Recorded};
-use error::ApiError;
 use crate::rules::registry::Registry;
 use crate::security::DataKey;
 use crate::store::Store;
+use error::ApiError;
 
 /// Everything a handler needs; shared by all requests of one instance (no per-instance limit state).
 pub struct AppState {
@@ -88,7 +88,16 @@ pub use crate::engine::render::API_VERSION;
 /// document's `info.version`. Not the crate's version, which numbers builds of this implementation.
 pub const INTERFACE_VERSION: &str = "1.5.0";
 
-pub type Apis = (health::HealthApi, calculate::CalculateApi, ledger::LedgerApi, nexus::NexusApi, accounts::AccountsApi, keys::KeysApi, trades::TradesApi, trades::RatesApi);
+pub type Apis = (
+    health::HealthApi,
+    calculate::CalculateApi,
+    ledger::LedgerApi,
+    nexus::NexusApi,
+    accounts::AccountsApi,
+    keys::KeysApi,
+    trades::TradesApi,
+    trades::RatesApi,
+);
 
 pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
     let apis = (
@@ -137,7 +146,8 @@ fn document(service: &OpenApiService<Apis, ()>) -> String {
     }
     if let Some(schemas) = doc.pointer_mut("/components/schemas").and_then(|s| s.as_object_mut()) {
         for schema in schemas.values_mut() {
-            let required: Vec<String> = schema["required"].as_array().into_iter().flatten().filter_map(|r| r.as_str().map(str::to_string)).collect();
+            let required: Vec<String> =
+                schema["required"].as_array().into_iter().flatten().filter_map(|r| r.as_str().map(str::to_string)).collect();
             let Some(props) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) else { continue };
             for (name, prop) in props.iter_mut() {
                 if required.contains(name) {
@@ -178,7 +188,9 @@ fn collect_refs(doc: &serde_json::Value, schema: &serde_json::Value, out: &mut V
 fn close_objects(schema: &mut serde_json::Value) {
     match schema {
         serde_json::Value::Object(map) => {
-            if map.get("properties").is_some_and(|p| p.as_object().is_some_and(|p| !p.is_empty())) && !map.contains_key("additionalProperties") {
+            if map.get("properties").is_some_and(|p| p.as_object().is_some_and(|p| !p.is_empty()))
+                && !map.contains_key("additionalProperties")
+            {
                 map.insert("additionalProperties".into(), serde_json::Value::Bool(false));
             }
             map.values_mut().for_each(close_objects);

@@ -7,18 +7,18 @@ use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::{json, Map, Value};
 
 use super::auth::KeyAuth;
-use crate::clock::iso;
 use super::error::ApiError;
 use super::payload::{JsonBody, JsonText};
 use super::schema::ledger::{NexusAlertsResponse, NexusRequest, NexusResponse};
 use super::{ApiTags, AppState};
+use crate::clock::iso;
 use crate::error_responses;
 use crate::rules::schema::state_index;
 use crate::store::entity::entity;
 use crate::store::nexus::NexusEntry;
 use crate::store::Store;
-use sea_orm::ConnectionTrait;
 use crate::validate::Checker;
+use sea_orm::ConnectionTrait;
 
 pub struct NexusApi(pub Arc<AppState>);
 
@@ -63,7 +63,9 @@ fn parse_nexus(value: &Value) -> Result<Vec<NexusEntry>, ApiError> {
                 let code = k.to_ascii_uppercase();
                 let field = format!("nexus.{k}");
                 if state_index(&code).is_none() {
-                    let hint = crate::rules::diag::did_you_mean(&code, crate::rules::schema::STATES.iter().copied()).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
+                    let hint = crate::rules::diag::did_you_mean(&code, crate::rules::schema::STATES.iter().copied())
+                        .map(|s| format!(" (did you mean `{s}`?)"))
+                        .unwrap_or_default();
                     check.err(&field, format!("`{k}` is not a two-letter US state code or DC{hint}"));
                     continue;
                 }
@@ -169,7 +171,13 @@ impl AppState {
     }
 
     /// Alerts for every state at 80% or more of its threshold, from the revenue the account has recorded.
-    pub async fn nexus_alerts<C: ConnectionTrait>(&self, conn: &C, account: &entity::Model, nexus: Option<&BTreeMap<usize, bool>>, now_ms: i64) -> Result<Vec<Value>, ApiError> {
+    pub async fn nexus_alerts<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        account: &entity::Model,
+        nexus: Option<&BTreeMap<usize, bool>>,
+        now_ms: i64,
+    ) -> Result<Vec<Value>, ApiError> {
         let today = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(now_ms).unwrap_or_default().date_naive();
         let rows = Store::state_revenue_of(conn, &[account.id.as_str()], crate::engine::nexus::earliest_month(today)).await?;
         let empty = BTreeMap::new();

@@ -12,6 +12,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use futures::StreamExt;
 use poem::http::header::CONTENT_LENGTH;
 use poem::{IntoResponse, Request, RequestBody, Response};
 use poem_openapi::payload::{ParsePayload, Payload};
@@ -19,7 +20,6 @@ use poem_openapi::registry::{MetaMediaType, MetaRequest, MetaResponse, MetaRespo
 use poem_openapi::types::Type;
 use poem_openapi::{ApiExtractor, ApiExtractorType, ApiResponse, ExtractParamOptions};
 use serde_json::Value;
-use futures::StreamExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::error::ApiError;
@@ -144,9 +144,10 @@ pub async fn read_bounded(request: &Request, body: &mut RequestBody) -> Result<(
         Ok(chunks_held.concat())
     };
     match tokio::time::timeout(bounds.body_timeout, read).await {
-        Err(_) if waiting_for_budget.load(Ordering::Relaxed) => {
-            Err(format!("the body was not read within {} s: the server is reading other large bodies; retry shortly", bounds.body_timeout.as_secs()))
-        }
+        Err(_) if waiting_for_budget.load(Ordering::Relaxed) => Err(format!(
+            "the body was not read within {} s: the server is reading other large bodies; retry shortly",
+            bounds.body_timeout.as_secs()
+        )),
         Err(_) => Err(format!("the body was not received within {} s", bounds.body_timeout.as_secs())),
         Ok(Err(reason)) => Err(reason),
         Ok(Ok(raw)) => Ok((raw, held)),

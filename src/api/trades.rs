@@ -20,14 +20,16 @@ use sea_orm::{ConnectionTrait, TransactionTrait};
 use serde_json::{json, Value};
 
 use super::auth::KeyAuth;
-use crate::clock::iso;
 use super::error::ApiError;
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::ledger::parse_since;
 use super::payload::{JsonBody, JsonText};
 use super::schema::gains::{CapitalGainsRates, Export1099Da, TradeBody, TradeList, TradeResult, TradeType};
-use super::schema::param::{text, DateOrDateTime, IdempotencyKey, GainsFormat, PageLimit, PageOffset, Param, StateParam, SymbolParam, TaxYear, TrueFalse};
+use super::schema::param::{
+    text, DateOrDateTime, GainsFormat, IdempotencyKey, PageLimit, PageOffset, Param, StateParam, SymbolParam, TaxYear, TrueFalse,
+};
 use super::{ApiTags, AppState, API_VERSION};
+use crate::clock::iso;
 use crate::engine::determine::pct;
 use crate::engine::render::{money, num, DISCLAIMER};
 use crate::error_responses;
@@ -55,7 +57,11 @@ const LOT_PAGE: u64 = 64;
     header(name = "X-RateLimit-Limit", ty = "i64", description = "Calls allowed per 60-second window for this key (120)."),
     header(name = "X-RateLimit-Remaining", ty = "i64", description = "Calls left in that window."),
     header(name = "X-RateLimit-Reset", ty = "i64", description = "Unix time (seconds) at which that window resets."),
-    header(name = "X-Idempotency-Status", ty = "Option<String>", description = "`cached` when this is the stored response of an earlier request with the same Idempotency-Key.")
+    header(
+        name = "X-Idempotency-Status",
+        ty = "Option<String>",
+        description = "`cached` when this is the stored response of an earlier request with the same Idempotency-Key."
+    )
 )]
 pub enum TradeResponse {
     /// The trade was recorded: a buy with its lot, a sell with every lot it consumed, its gain and the estimates.
@@ -157,9 +163,15 @@ pub fn lot_view(l: &lot::Model) -> Value {
 fn wash_rule_view(rule: Option<&Dated<crate::rules::gains::WashSaleRule>>, class: Option<&str>, applies: bool) -> Value {
     let reason = match (rule, class) {
         (None, _) => "no wash-sale rule is in force on the trade date".to_string(),
-        (Some(_), None) => "asset_class not given: the wash-sale rule (IRC §1091) reaches stock and securities only, so it is not applied".to_string(),
-        (Some(_), Some(c)) if applies => format!("asset_class {c}: IRC §1091 applies to a loss when the same symbol is bought within 30 days before or after the sale"),
-        (Some(_), Some(c)) => format!("asset_class {c}: not stock or securities, so the wash-sale rule (IRC §1091) does not apply; a loss with a rebuy stays allowed"),
+        (Some(_), None) => {
+            "asset_class not given: the wash-sale rule (IRC §1091) reaches stock and securities only, so it is not applied".to_string()
+        }
+        (Some(_), Some(c)) if applies => {
+            format!("asset_class {c}: IRC §1091 applies to a loss when the same symbol is bought within 30 days before or after the sale")
+        }
+        (Some(_), Some(c)) => format!(
+            "asset_class {c}: not stock or securities, so the wash-sale rule (IRC §1091) does not apply; a loss with a rebuy stays allowed"
+        ),
     };
     json!({
         "rule_applies": applies,
@@ -373,7 +385,14 @@ impl TradesApi {
         if !errors.is_empty() {
             return Err(ApiError::invalid(errors).into());
         }
-        let filter = TradeFilter { asset_symbol: symbol.clone(), trade_type: trade_type.0, since_ms, until_ms, limit: limit as u64, offset: offset as u64 };
+        let filter = TradeFilter {
+            asset_symbol: symbol.clone(),
+            trade_type: trade_type.0,
+            since_ms,
+            until_ms,
+            limit: limit as u64,
+            offset: offset as u64,
+        };
         let rows = s.store.list_trades(&owner.entity.id, &filter).await.map_err(ApiError::from)?;
         let positions = s.store.positions(&owner.entity.id, symbol.as_deref()).await.map_err(ApiError::from)?;
         let (mut st, mut lt, mut w) = (Decimal::ZERO, Decimal::ZERO, Decimal::ZERO);
@@ -583,8 +602,18 @@ fn explain_state(code: &str, g: &StateGains) -> String {
 
 impl AppState {
     /// The draft 1099-DA of an account for a year.
-    pub fn render_1099da(&self, account: &entity::Model, year: i32, generated_at: &str, rows: impl IntoIterator<Item = Disposition>) -> String {
-        let ein_last4 = account.ein_ciphertext.as_deref().and_then(|c| self.data_key.decrypt(c).ok()).map(|e| e.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect::<String>());
+    pub fn render_1099da(
+        &self,
+        account: &entity::Model,
+        year: i32,
+        generated_at: &str,
+        rows: impl IntoIterator<Item = Disposition>,
+    ) -> String {
+        let ein_last4 = account
+            .ein_ciphertext
+            .as_deref()
+            .and_then(|c| self.data_key.decrypt(c).ok())
+            .map(|e| e.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect::<String>());
         let name = if account.company_name.is_empty() { account.agent_name.clone() } else { account.company_name.clone() };
         let recipient = json!({
             "name": name,
@@ -626,7 +655,11 @@ impl AppState {
             pos.asset_name = req.asset_name.clone();
         }
         let trade_id = new_ordered_id("trd", now_ms);
-        let (mut body, realized) = if req.is_sell { self.sell(&txn, account, req, &mut pos, &trade_id, now_ms).await? } else { (self.buy(&txn, account, req, &mut pos, &trade_id, now_ms).await?, None) };
+        let (mut body, realized) = if req.is_sell {
+            self.sell(&txn, account, req, &mut pos, &trade_id, now_ms).await?
+        } else {
+            (self.buy(&txn, account, req, &mut pos, &trade_id, now_ms).await?, None)
+        };
         if let Some(o) = body.as_object_mut() {
             o.insert("entity_id".into(), json!(account.id));
             o.insert("recorded_at".into(), json!(iso(now_ms)));
@@ -679,7 +712,15 @@ impl AppState {
         m
     }
 
-    async fn buy<C: ConnectionTrait>(&self, conn: &C, account: &entity::Model, req: &TradeRequest, pos: &mut position::Model, trade_id: &str, now_ms: i64) -> Result<Value, ApiError> {
+    async fn buy<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        account: &entity::Model,
+        req: &TradeRequest,
+        pos: &mut position::Model,
+        trade_id: &str,
+        now_ms: i64,
+    ) -> Result<Value, ApiError> {
         let day = req.day();
         let cost = req.amount();
         let rule = self.registry.gains.wash_sale_rule(day);
@@ -687,7 +728,8 @@ impl AppState {
         let mut losses: Vec<disposition::Model> = vec![];
         if let Some(rule) = rule {
             let (from, _) = wash::window(&rule.value, day);
-            losses = Store::open_wash_losses(conn, &account.id, &req.asset_symbol, day_start_ms(from), req.trade_date.timestamp_millis()).await?;
+            losses = Store::open_wash_losses(conn, &account.id, &req.asset_symbol, day_start_ms(from), req.trade_date.timestamp_millis())
+                .await?;
             losses.retain(|x| wash::in_window(&rule.value, day_of(x.sold_at), day));
         }
         let open: Vec<Decimal> = losses.iter().map(|x| d(&x.wash_open_quantity)).collect();
@@ -697,7 +739,13 @@ impl AppState {
         let mut adjustments = vec![];
         let mut cost_left = cost;
         let mut qty_left = req.quantity;
-        let base_lot = |id: String, quantity: Decimal, basis: Decimal, start: NaiveDate, adj: Decimal, replacement_for: Option<String>, split_from: Option<String>| lot::Model {
+        let base_lot = |id: String,
+                        quantity: Decimal,
+                        basis: Decimal,
+                        start: NaiveDate,
+                        adj: Decimal,
+                        replacement_for: Option<String>,
+                        split_from: Option<String>| lot::Model {
             id,
             entity_id: account.id.clone(),
             asset_symbol: req.asset_symbol.clone(),
@@ -735,7 +783,11 @@ impl AppState {
             let mut reps: Vec<Value> = serde_json::from_str(&x.replacements).unwrap_or_default();
             reps.push(json!({"lot_id": id, "trade_id": trade_id, "quantity": qty(q), "disallowed_loss": money(disallowed)}));
             x.replacements = Value::Array(reps).to_string();
-            if x.term == "long_term" { add(&mut pos.realized_long_term, disallowed) } else { add(&mut pos.realized_short_term, disallowed) }
+            if x.term == "long_term" {
+                add(&mut pos.realized_long_term, disallowed)
+            } else {
+                add(&mut pos.realized_short_term, disallowed)
+            }
             add(&mut pos.wash_disallowed, disallowed);
             adjustments.push(json!({
                 "disposition_id": x.id,
@@ -767,13 +819,20 @@ impl AppState {
         m.insert("lots".into(), Value::Array(lots.iter().map(lot_view).collect()));
         let mut w = wash_rule_view(rule, class, rule.is_some_and(|r| wash::applies(&r.value, class)));
         w["replaced_losses"] = Value::Array(adjustments);
-        w["note"] = json!("a buy within the window after a loss sale under the wash-sale rule disallows that loss; the loss is added to this lot's basis");
+        w["note"] = json!(
+            "a buy within the window after a loss sale under the wash-sale rule disallows that loss; the loss is added to this lot's basis"
+        );
         m.insert("wash_sale".into(), w);
         Ok(Value::Object(m))
     }
 
     /// The lots a sell consumes, in matching order, fetched a page at a time.
-    async fn lots_for_sell<C: ConnectionTrait>(&self, conn: &C, account: &entity::Model, req: &TradeRequest) -> Result<Vec<lot::Model>, ApiError> {
+    async fn lots_for_sell<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        account: &entity::Model,
+        req: &TradeRequest,
+    ) -> Result<Vec<lot::Model>, ApiError> {
         let until = req.trade_date.timestamp_millis();
         if req.accounting_method == Method::SpecificId {
             let id = req.specific_lot_id.as_deref().unwrap_or_default();
@@ -787,7 +846,11 @@ impl AppState {
             } else if l.acquired_at > until {
                 Some(format!("`{id}` was acquired {}, after this sell's trade_date", iso(l.acquired_at)))
             } else if d(&l.remaining_quantity) < req.quantity {
-                Some(format!("`{id}` holds {} units; this sell asks for {}", quantity_text(d(&l.remaining_quantity)), quantity_text(req.quantity)))
+                Some(format!(
+                    "`{id}` holds {} units; this sell asks for {}",
+                    quantity_text(d(&l.remaining_quantity)),
+                    quantity_text(req.quantity)
+                ))
             } else {
                 None
             };
@@ -818,31 +881,61 @@ impl AppState {
         if have < req.quantity {
             return Err(ApiError::field(
                 "quantity",
-                format!("sells {} {} but only {} were held on {}; nothing was recorded", quantity_text(req.quantity), req.asset_symbol, quantity_text(have), iso(until)),
+                format!(
+                    "sells {} {} but only {} were held on {}; nothing was recorded",
+                    quantity_text(req.quantity),
+                    req.asset_symbol,
+                    quantity_text(have),
+                    iso(until)
+                ),
             ));
         }
         Ok(out)
     }
 
-    async fn sell<C: ConnectionTrait>(&self, conn: &C, account: &entity::Model, req: &TradeRequest, pos: &mut position::Model, trade_id: &str, now_ms: i64) -> Result<(Value, Option<Decimal>), ApiError> {
+    async fn sell<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        account: &entity::Model,
+        req: &TradeRequest,
+        pos: &mut position::Model,
+        trade_id: &str,
+        now_ms: i64,
+    ) -> Result<(Value, Option<Decimal>), ApiError> {
         let held = d(&pos.held_quantity);
         if req.quantity > held {
-            return Err(ApiError::field("quantity", format!("sells {} {} but {} are held; nothing was recorded", quantity_text(req.quantity), req.asset_symbol, quantity_text(held))));
+            return Err(ApiError::field(
+                "quantity",
+                format!(
+                    "sells {} {} but {} are held; nothing was recorded",
+                    quantity_text(req.quantity),
+                    req.asset_symbol,
+                    quantity_text(held)
+                ),
+            ));
         }
         let day = req.day();
         let mut sold = self.lots_for_sell(conn, account, req).await?;
         let view: Vec<Lot> = sold
             .iter()
-            .map(|l| Lot { id: l.id.clone(), acquired_at: DateTime::<Utc>::from_timestamp_millis(l.acquired_at).unwrap_or_default(), holding_start: date_of(&l.holding_start), remaining_quantity: d(&l.remaining_quantity), remaining_basis: d(&l.remaining_basis) })
+            .map(|l| Lot {
+                id: l.id.clone(),
+                acquired_at: DateTime::<Utc>::from_timestamp_millis(l.acquired_at).unwrap_or_default(),
+                holding_start: date_of(&l.holding_start),
+                remaining_quantity: d(&l.remaining_quantity),
+                remaining_basis: d(&l.remaining_basis),
+            })
             .collect();
         let months = self.registry.gains.long_term_after_months(day);
-        let consumed = match_sell(view.iter(), req.quantity, req.amount(), day, months).map_err(|s| ApiError::field("quantity", format!("only {} held", quantity_text(s.available))))?;
+        let consumed = match_sell(view.iter(), req.quantity, req.amount(), day, months)
+            .map_err(|s| ApiError::field("quantity", format!("only {} held", quantity_text(s.available))))?;
 
         let class = req.asset_class.clone().or_else(|| pos.asset_class.clone());
         let rule = self.registry.gains.wash_sale_rule(day);
         let applies = rule.is_some_and(|r| wash::applies(&r.value, class.as_deref()));
         let ids: Vec<String> = consumed.iter().map(|_| new_ordered_id("dsp", now_ms)).collect();
-        let loss_idx: Vec<usize> = consumed.iter().enumerate().filter(|(_, c)| applies && c.gain() < Decimal::ZERO).map(|(i, _)| i).collect();
+        let loss_idx: Vec<usize> =
+            consumed.iter().enumerate().filter(|(_, c)| applies && c.gain() < Decimal::ZERO).map(|(i, _)| i).collect();
         // Replacements: lots of the symbol bought within the window, other than those this sell consumed.
         let mut candidates: Vec<lot::Model> = vec![];
         if let (Some(rule), false) = (rule, loss_idx.is_empty()) {
@@ -850,8 +943,12 @@ impl AppState {
             candidates = Store::replacement_lots(conn, &account.id, &req.asset_symbol, day_start_ms(from), day_end_ms(to)).await?;
             candidates.retain(|l| !consumed.iter().any(|c| c.lot_id == l.id) && d(&l.remaining_quantity) > Decimal::ZERO);
         }
-        let pairs = wash::allocate(&loss_idx.iter().map(|&i| consumed[i].quantity).collect::<Vec<_>>(), &candidates.iter().map(|l| d(&l.remaining_quantity)).collect::<Vec<_>>());
-        let mut pieces: Vec<WashPiece> = pairs.into_iter().map(|(li, ci, q)| WashPiece { disposition: loss_idx[li], lot: ci, quantity: q }).collect();
+        let pairs = wash::allocate(
+            &loss_idx.iter().map(|&i| consumed[i].quantity).collect::<Vec<_>>(),
+            &candidates.iter().map(|l| d(&l.remaining_quantity)).collect::<Vec<_>>(),
+        );
+        let mut pieces: Vec<WashPiece> =
+            pairs.into_iter().map(|(li, ci, q)| WashPiece { disposition: loss_idx[li], lot: ci, quantity: q }).collect();
         let mut disallowed = vec![Decimal::ZERO; consumed.len()];
         let mut matched = vec![Decimal::ZERO; consumed.len()];
         let mut replacements: Vec<Vec<Value>> = vec![vec![]; consumed.len()];
@@ -975,7 +1072,12 @@ impl AppState {
         let g = p - b;
         let terms: Vec<&str> = consumed.iter().map(|c| c.term.name()).collect();
         let holding = if terms.iter().all(|x| *x == terms[0]) { terms[0] } else { "mixed" };
-        let profile = Profile { entity: req.tax_entity_type, filing_status: req.filing_status, income: req.estimated_annual_income, state: req.resident_state };
+        let profile = Profile {
+            entity: req.tax_entity_type,
+            filing_status: req.filing_status,
+            income: req.estimated_annual_income,
+            state: req.resident_state,
+        };
         let mut m = Self::trade_head(req, trade_id, class.as_deref());
         m.insert("accounting_method".into(), json!(req.accounting_method.name()));
         m.insert("gross_proceeds".into(), money(req.quantity * req.price_per_unit));

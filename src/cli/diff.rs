@@ -50,10 +50,20 @@ fn grid(a: &Registry, b: &Registry) -> Vec<Value> {
                     let cats = r.when.as_ref().and_then(|w| w.category_test()).unwrap_or_default();
                     if let Some(w) = &r.when {
                         w.visit_facts(&mut |f, values| {
-                            if matches!(f, Fact::category | Fact::transaction_type | Fact::work_type | Fact::buyer_state | Fact::seller_state | Fact::leg | Fact::role) {
+                            if matches!(
+                                f,
+                                Fact::category
+                                    | Fact::transaction_type
+                                    | Fact::work_type
+                                    | Fact::buyer_state
+                                    | Fact::seller_state
+                                    | Fact::leg
+                                    | Fact::role
+                            ) {
                                 return;
                             }
-                            let vals: Vec<u16> = if values.is_empty() && f.def().kind == FactKind::Bool { vec![1] } else { values.to_vec() };
+                            let vals: Vec<u16> =
+                                if values.is_empty() && f.def().kind == FactKind::Bool { vec![1] } else { values.to_vec() };
                             for c in &cats {
                                 for v in &vals {
                                     variants.insert((f.name(), *v, *c));
@@ -65,7 +75,9 @@ fn grid(a: &Registry, b: &Registry) -> Vec<Value> {
             }
         }
         for (fact, v, cat) in variants {
-            let Some(tt) = a.classification.transaction_types.iter().position(|t| t.category == cat).map(|i| TRANSACTION_TYPES[i]) else { continue };
+            let Some(tt) = a.classification.transaction_types.iter().position(|t| t.category == cat).map(|i| TRANSACTION_TYPES[i]) else {
+                continue;
+            };
             let value = match Fact::by_name(fact).map(|f| f.def().kind) {
                 Some(FactKind::Bool) => json!(v == 1),
                 Some(FactKind::Enum(vals)) => json!(vals.get(v as usize).copied().unwrap_or("")),
@@ -74,14 +86,37 @@ fn grid(a: &Registry, b: &Registry) -> Vec<Value> {
             let mut req = json!({"amount": 1000, "buyer_state": state, "transaction_type": tt, "counterparty_id": "diff"});
             let obj = req.as_object_mut();
             let Some(obj) = obj else { continue };
-            let attestation = ["written_for_buyer", "not_offered_to_others", "deliverable", "is_modification_of_prewritten", "separately_stated_charge", "all_rights_transferred", "delivery", "il_requirements_analysis_and_adaptation", "il_assembled_modules_50pct"];
-            let maintenance = ["mandatory", "includes_upgrades", "includes_support", "separately_itemized", "update_delivery", "support_kind", "business_use", "seller_sold_software"];
+            let attestation = [
+                "written_for_buyer",
+                "not_offered_to_others",
+                "deliverable",
+                "is_modification_of_prewritten",
+                "separately_stated_charge",
+                "all_rights_transferred",
+                "delivery",
+                "il_requirements_analysis_and_adaptation",
+                "il_assembled_modules_50pct",
+            ];
+            let maintenance = [
+                "mandatory",
+                "includes_upgrades",
+                "includes_support",
+                "separately_itemized",
+                "update_delivery",
+                "support_kind",
+                "business_use",
+                "seller_sold_software",
+            ];
             if attestation.contains(&fact) {
                 obj.insert("work_type".into(), json!("custom_software"));
                 obj.insert("custom_software_attestation".into(), json!({"written_for_buyer": true, "not_offered_to_others": true, "deliverable": "source_code", "is_modification_of_prewritten": false, fact: value}));
             } else if maintenance.contains(&fact) {
                 obj.insert("maintenance_contract".into(), json!({ fact: value }));
-            } else if fact == "work_type_source" || fact == "intrastate" || fact == "has_exemption_certificate" || fact == "custom_software_attestation_complete" {
+            } else if fact == "work_type_source"
+                || fact == "intrastate"
+                || fact == "has_exemption_certificate"
+                || fact == "custom_software_attestation_complete"
+            {
                 continue;
             } else {
                 obj.insert(fact.into(), value);
@@ -113,7 +148,11 @@ fn evaluate(reg: &Registry, body: &Value, as_of: NaiveDate, nexus: &BTreeMap<usi
 
 fn describe_input(v: &Value) -> String {
     let Some(o) = v.as_object() else { return v.to_string() };
-    o.iter().filter(|(k, _)| *k != "counterparty_id" && *k != "amount").map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"'))).collect::<Vec<_>>().join(" ")
+    o.iter()
+        .filter(|(k, _)| *k != "counterparty_id" && *k != "amount")
+        .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub fn diff_report(old: &Registry, new: &Registry, as_of: NaiveDate) -> String {
@@ -128,7 +167,11 @@ pub fn diff_report(old: &Registry, new: &Registry, as_of: NaiveDate) -> String {
             (Some(a), Some(b)) => {
                 let rules_a: Vec<&str> = a.legs.iter().map(|l| l.rule_id.as_str()).collect();
                 let rules_b: Vec<&str> = b.legs.iter().map(|l| l.rule_id.as_str()).collect();
-                if a.total_tax == b.total_tax && a.final_determination == b.final_determination && a.combined_rate == b.combined_rate && rules_a == rules_b {
+                if a.total_tax == b.total_tax
+                    && a.final_determination == b.final_determination
+                    && a.combined_rate == b.combined_rate
+                    && rules_a == rules_b
+                {
                     continue;
                 }
                 let mut parts = vec![format!("tax {} → {}", a.total_tax, b.total_tax)];
@@ -141,7 +184,11 @@ pub fn diff_report(old: &Registry, new: &Registry, as_of: NaiveDate) -> String {
                 parts.push(format!("rule {} → {}", rules_a.join("+"), rules_b.join("+")));
                 parts.join("; ")
             }
-            (None, Some(b)) => format!("newly answered: tax {} (rule {})", b.total_tax, b.legs.iter().map(|l| l.rule_id.as_str()).collect::<Vec<_>>().join("+")),
+            (None, Some(b)) => format!(
+                "newly answered: tax {} (rule {})",
+                b.total_tax,
+                b.legs.iter().map(|l| l.rule_id.as_str()).collect::<Vec<_>>().join("+")
+            ),
             (Some(a), None) => format!("no longer answered (was tax {})", a.total_tax),
             (None, None) => continue,
         };

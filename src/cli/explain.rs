@@ -47,7 +47,8 @@ pub fn explain(rules: &Path, request: &str, as_of: Option<&str>, nexus: Option<&
             return 2;
         }
     };
-    let nexus_map: Option<BTreeMap<usize, bool>> = nexus.map(|n| n.split(',').filter_map(|s| state_index(s.trim().to_uppercase().as_str())).map(|i| (i, true)).collect());
+    let nexus_map: Option<BTreeMap<usize, bool>> =
+        nexus.map(|n| n.split(',').filter_map(|s| state_index(s.trim().to_uppercase().as_str())).map(|i| (i, true)).collect());
     let result = engine::parse_request(&body).map_err(EngineError::Input).and_then(|req| {
         let nexus = req.nexus_override.clone().or(nexus_map);
         engine::determine(&reg, &engine::Input { request: &req, nexus: nexus.as_ref(), vendor_ytd: None, as_of })
@@ -82,9 +83,17 @@ pub fn explain(rules: &Path, request: &str, as_of: Option<&str>, nexus: Option<&
 /// The readable derivation: classification → sourcing → rate layers → base → rule → tax.
 pub fn explain_text(det: &Determination) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "{} {} of {} USD into {} as of {} (rules {}, engine {})", det.role, det.transaction_type, det.amount, det.buyer_state, det.as_of, det.rules_version, det.engine_version);
+    let _ = writeln!(
+        s,
+        "{} {} of {} USD into {} as of {} (rules {}, engine {})",
+        det.role, det.transaction_type, det.amount, det.buyer_state, det.as_of, det.rules_version, det.engine_version
+    );
     let _ = writeln!(s, "\n1. classification");
-    let _ = writeln!(s, "   work type {} ({}; economic category {}) → category {}: {}", det.work_type, det.classification_derivation, det.classification_basis, det.category, det.category_label);
+    let _ = writeln!(
+        s,
+        "   work type {} ({}; economic category {}) → category {}: {}",
+        det.work_type, det.classification_derivation, det.classification_basis, det.category, det.category_label
+    );
     if let Some(r) = &det.reclassified_by {
         let _ = writeln!(s, "   reclassified by {r}");
     }
@@ -93,7 +102,8 @@ pub fn explain_text(det: &Determination) -> String {
     let _ = writeln!(s, "\n3. rate layers ({})", det.jurisdiction);
     let _ = writeln!(s, "   state  {:>8}  [{}]", pct(det.state_rate), det.state_rate_citation.cite);
     for l in &det.layers {
-        let _ = writeln!(s, "   {:<6} {:>8}  {} [{}]", l.level.replace("special_district", "special"), pct(l.rate), l.name, l.citation.cite);
+        let _ =
+            writeln!(s, "   {:<6} {:>8}  {} [{}]", l.level.replace("special_district", "special"), pct(l.rate), l.name, l.citation.cite);
     }
     let _ = writeln!(s, "   = combined {}", pct(det.combined_rate));
     let _ = writeln!(s, "\n4. base and rule");
@@ -102,7 +112,16 @@ pub fn explain_text(det: &Determination) -> String {
     }
     for l in &det.legs {
         let _ = writeln!(s, "   leg {}: {} USD", l.name, l.amount);
-        let _ = writeln!(s, "   rule {} fired: {}", l.rule_id, if l.result.is_taxable() { format!("taxable on {}% of base at {}", (l.base_share * rust_decimal::Decimal::from(100)).normalize(), pct(l.rate)) } else { format!("exempt as {}: {}", l.result, l.reason.clone().unwrap_or_default()) });
+        let _ = writeln!(
+            s,
+            "   rule {} fired: {}",
+            l.rule_id,
+            if l.result.is_taxable() {
+                format!("taxable on {}% of base at {}", (l.base_share * rust_decimal::Decimal::from(100)).normalize(), pct(l.rate))
+            } else {
+                format!("exempt as {}: {}", l.result, l.reason.clone().unwrap_or_default())
+            }
+        );
         let _ = writeln!(s, "     cite: {}", l.citation.cite);
         if let Some(n) = &l.note {
             let _ = writeln!(s, "     note: {n}");
@@ -115,10 +134,23 @@ pub fn explain_text(det: &Determination) -> String {
         }
     }
     for sp in &det.special {
-        let _ = writeln!(s, "   special tax {} ({}): {} × {} = {} [{}]", sp.id, sp.locality, det.amount, pct(sp.rate), sp.tax, sp.citation.cite);
+        let _ = writeln!(
+            s,
+            "   special tax {} ({}): {} × {} = {} [{}]",
+            sp.id,
+            sp.locality,
+            det.amount,
+            pct(sp.rate),
+            sp.tax,
+            sp.citation.cite
+        );
     }
     let _ = writeln!(s, "\n5. the tax");
-    let _ = writeln!(s, "   tax on the sale {}; nexus configured: {}; nexus in {}: {}", det.tax_due, det.nexus_configured, det.buyer_state, det.has_nexus);
+    let _ = writeln!(
+        s,
+        "   tax on the sale {}; nexus configured: {}; nexus in {}: {}",
+        det.tax_due, det.nexus_configured, det.buyer_state, det.has_nexus
+    );
     if det.collected_by_marketplace {
         let _ = writeln!(s, "   the marketplace facilitator remits {}", det.marketplace_remitted_tax.unwrap_or_default());
     }

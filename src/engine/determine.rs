@@ -48,9 +48,19 @@ pub enum Fault {
     TaxOverflow,
     /// An ambiguous rule without any reading.
     NoReadings,
-    NoStateRate { state: &'static str, as_of: NaiveDate },
-    NoSourcingRule { state: &'static str, as_of: NaiveDate },
-    NoTaxabilityRule { state: &'static str, category: &'static str, as_of: NaiveDate },
+    NoStateRate {
+        state: &'static str,
+        as_of: NaiveDate,
+    },
+    NoSourcingRule {
+        state: &'static str,
+        as_of: NaiveDate,
+    },
+    NoTaxabilityRule {
+        state: &'static str,
+        category: &'static str,
+        as_of: NaiveDate,
+    },
 }
 
 impl std::fmt::Display for Fault {
@@ -61,7 +71,9 @@ impl std::fmt::Display for Fault {
             Fault::NoReadings => write!(f, "an ambiguous rule without readings"),
             Fault::NoStateRate { state, as_of } => write!(f, "no {state} state rate on {as_of}"),
             Fault::NoSourcingRule { state, as_of } => write!(f, "no {state} sourcing rule on {as_of}"),
-            Fault::NoTaxabilityRule { state, category, as_of } => write!(f, "no taxability rule of {state} covers category {category} on {as_of}"),
+            Fault::NoTaxabilityRule { state, category, as_of } => {
+                write!(f, "no taxability rule of {state} covers category {category} on {as_of}")
+            }
         }
     }
 }
@@ -127,7 +139,11 @@ text_enum! {
 impl Role {
     /// Seller exactly when the facts hold `role: seller`.
     fn of(facts: &FactSet) -> Role {
-        if facts.get(Fact::role) == Some(0) { Role::Seller } else { Role::Buyer }
+        if facts.get(Fact::role) == Some(0) {
+            Role::Seller
+        } else {
+            Role::Buyer
+        }
     }
 }
 
@@ -540,7 +556,15 @@ fn outcome_tax(o: &TaxOutcome, amount: Decimal, state_rate: Decimal, local_rate:
 }
 
 /// Finds the taxability rule that fires for the facts' category and rates `amount` with it.
-fn rate_with(j: &Jurisdiction, facts: &FactSet, as_of: NaiveDate, amount: Decimal, state_rate: Decimal, local_rate: Decimal, mut trace: Option<&mut Vec<TraceStep>>) -> Result<Rated, EngineError> {
+fn rate_with(
+    j: &Jurisdiction,
+    facts: &FactSet,
+    as_of: NaiveDate,
+    amount: Decimal,
+    state_rate: Decimal,
+    local_rate: Decimal,
+    mut trace: Option<&mut Vec<TraceStep>>,
+) -> Result<Rated, EngineError> {
     let cat = facts.get(Fact::category).ok_or(Fault::Table("no category"))? as usize;
     let positions = j.by_category.get(cat).ok_or(Fault::Table("category out of range"))?;
     for &pos in positions {
@@ -590,7 +614,8 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
     }
     let mut cx = Ctx { reg, req, as_of, buyer: state_code(req.buyer_state), advisories: vec![], trace: vec![], factors: vec![] };
     let cls = classify(&mut cx)?;
-    let j = reg.jurisdiction(req.buyer_state).ok_or_else(|| EngineError::input("buyer_state", "this rule set has no rules for the state"))?;
+    let j =
+        reg.jurisdiction(req.buyer_state).ok_or_else(|| EngineError::input("buyer_state", "this rule set has no rules for the state"))?;
     let state_rate = in_force(&j.state_rate, as_of).ok_or(Fault::NoStateRate { state: j.code, as_of })?;
     let sourced = source(&mut cx, j, &cls.facts)?;
     let rates = rate_layers(&mut cx, j, &sourced, state_rate);
@@ -607,7 +632,8 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
         taxed
     };
     let tax_due = taxed.tax();
-    let party = Party { role: Role::of(&cls.facts), has_nexus: input.nexus.is_some_and(|n| n.get(&req.buyer_state).copied().unwrap_or(false)) };
+    let party =
+        Party { role: Role::of(&cls.facts), has_nexus: input.nexus.is_some_and(|n| n.get(&req.buyer_state).copied().unwrap_or(false)) };
     let mut special = if outside { vec![] } else { special_taxes(&mut cx, j, &cls.facts, party)? };
     let remitted = remit(&mut cx, j, &cls, party, &taxed.legs, &mut special);
     let (tracking_1099, information_return_at) = track_1099(&mut cx, input.vendor_ytd);
@@ -726,10 +752,16 @@ fn classify<'a>(cx: &mut Ctx<'a>) -> Result<Classified<'a>, EngineError> {
     facts.set(Fact::work_type, wt);
     facts.set(Fact::work_type_source, if source == WorkTypeSource::Explicit { 0 } else { 1 });
     facts.set(Fact::category, category);
-    cx.trace(Stage::Classification, None, format!(
-        "transaction_type {} → work_type {} ({source}) → category {}",
-        name(&TRANSACTION_TYPES, Some(tt)), name(&WORK_TYPES, Some(wt)), name(&CATEGORIES, Some(category))
-    ));
+    cx.trace(
+        Stage::Classification,
+        None,
+        format!(
+            "transaction_type {} → work_type {} ({source}) → category {}",
+            name(&TRANSACTION_TYPES, Some(tt)),
+            name(&WORK_TYPES, Some(wt)),
+            name(&CATEGORIES, Some(category))
+        ),
+    );
     for (fact, cond) in &cls.derived {
         let v = facts.holds(cond);
         facts.set_bool(*fact, v);
@@ -852,7 +884,11 @@ fn rate_layers(cx: &mut Ctx, j: &Jurisdiction, sourced: &Sourced, state_rate: &D
         Some(l) => format!("{l}, {}", j.code),
         None => j.name.clone(),
     };
-    cx.trace(Stage::Rates, None, format!("state {} + local {} = {} ({jurisdiction})", pct(state_rate), pct(local_rate), pct(combined_rate)));
+    cx.trace(
+        Stage::Rates,
+        None,
+        format!("state {} + local {} = {} ({jurisdiction})", pct(state_rate), pct(local_rate), pct(combined_rate)),
+    );
     Rates { state_rate, layers, locality, local_rate, combined_rate, jurisdiction }
 }
 
@@ -887,10 +923,11 @@ fn content_type_rated(j: &Jurisdiction, value: u16) -> u16 {
 /// taxability rule that fires for it.
 fn rate_legs(cx: &mut Ctx, j: &Jurisdiction, cls: &Classified, rates: &Rates) -> Result<Taxed, EngineError> {
     let (req, as_of) = (cx.req, cx.as_of);
-    let leg_plan: Vec<(&'static str, Decimal)> = match (req.itemized, cls.facts.flag(Fact::separately_itemized), name(&CATEGORIES, Some(cls.category))) {
-        (Some((u, s)), true, "software_maintenance") => vec![("updates", u), ("support", s)],
-        _ => vec![("whole", req.amount)],
-    };
+    let leg_plan: Vec<(&'static str, Decimal)> =
+        match (req.itemized, cls.facts.flag(Fact::separately_itemized), name(&CATEGORIES, Some(cls.category))) {
+            (Some((u, s)), true, "software_maintenance") => vec![("updates", u), ("support", s)],
+            _ => vec![("whole", req.amount)],
+        };
     let mut rating_facts = cls.facts.clone();
     if let Some(declared) = rating_facts.declared(Fact::digital_content_type) {
         let rated = content_type_rated(j, declared);
@@ -914,10 +951,16 @@ fn rate_legs(cx: &mut Ctx, j: &Jurisdiction, cls: &Classified, rates: &Rates) ->
             cx.lower_confidence(15, format!("ambiguous law ({}): the higher-tax reading was used", rule.id));
         }
         let (leg_state, leg_local, base_share, result, reason) = match &rated.outcome {
-            TaxOutcome::Taxable { state_rate: sr, base_share, with_local } => {
-                (sr.unwrap_or(rates.state_rate), if *with_local { rates.local_rate } else { Decimal::ZERO }, *base_share, LegResult::Taxable, None)
+            TaxOutcome::Taxable { state_rate: sr, base_share, with_local } => (
+                sr.unwrap_or(rates.state_rate),
+                if *with_local { rates.local_rate } else { Decimal::ZERO },
+                *base_share,
+                LegResult::Taxable,
+                None,
+            ),
+            TaxOutcome::Exempt { kind, reason } => {
+                (Decimal::ZERO, Decimal::ZERO, Decimal::ONE, LegResult::Exempt(kind.clone()), Some(reason.clone()))
             }
-            TaxOutcome::Exempt { kind, reason } => (Decimal::ZERO, Decimal::ZERO, Decimal::ONE, LegResult::Exempt(kind.clone()), Some(reason.clone())),
         };
         let mut rule_mentions_dct = false;
         if let Some(w) = &rule.when {
@@ -948,7 +991,13 @@ fn rate_legs(cx: &mut Ctx, j: &Jurisdiction, cls: &Classified, rates: &Rates) ->
 
 /// For a digital good: whether the declared content type changed the tax, and whether declaring one of the
 /// special types could lower it (each rated on the whole amount, without trace).
-fn digital_content_counterfactuals(cx: &mut Ctx, j: &Jurisdiction, cls: &Classified, rates: &Rates, taxed: &Taxed) -> Result<(), EngineError> {
+fn digital_content_counterfactuals(
+    cx: &mut Ctx,
+    j: &Jurisdiction,
+    cls: &Classified,
+    rates: &Rates,
+    taxed: &Taxed,
+) -> Result<(), EngineError> {
     let (req, as_of) = (cx.req, cx.as_of);
     let tax_now = taxed.tax();
     let facts = &taxed.rating_facts;
@@ -1009,7 +1058,14 @@ fn special_taxes(cx: &mut Ctx, j: &Jurisdiction, facts: &FactSet, party: Party) 
         cx.trace(Stage::SpecialTax, Some(&s.id), format!("fired: {} of {}", pct(rate.value), req.amount));
         cx.advise_buyer("SPECIAL_TAX_APPLIED");
         let loc = reg.zips.get(zip).map(|z| format!("{}, {}", z.locality, j.code)).unwrap_or_else(|| j.name.clone());
-        special.push(SpecialLeg { id: s.id.clone(), name: s.name.clone(), locality: loc, rate: rate.value, tax, citation: rate.citation.clone() });
+        special.push(SpecialLeg {
+            id: s.id.clone(),
+            name: s.name.clone(),
+            locality: loc,
+            rate: rate.value,
+            tax,
+            citation: rate.citation.clone(),
+        });
     }
     Ok(special)
 }
@@ -1072,7 +1128,11 @@ fn remit(cx: &mut Ctx, j: &Jurisdiction, cls: &Classified, party: Party, legs: &
                 own_tax = Decimal::ZERO;
                 final_determination = FinalDetermination::NoNexus;
                 cx.advise_buyer("NEXUS_WARNING");
-                cx.trace(Stage::Nexus, None, format!("no nexus in {}: sales tax 0 (would be {})", j.code, tax_if_nexus.unwrap_or_default()));
+                cx.trace(
+                    Stage::Nexus,
+                    None,
+                    format!("no nexus in {}: sales tax 0 (would be {})", j.code, tax_if_nexus.unwrap_or_default()),
+                );
             }
             sales_tax = Some(own_tax);
         }
@@ -1149,7 +1209,12 @@ fn route(j: &Jurisdiction, cls: &Classified, role: Role, jurisdiction: &str, own
         });
     }
     for s in special.iter().filter(|s| s.tax > Decimal::ZERO) {
-        routing.push(Routing { kind: RoutingKind::SpecialTax, amount: s.tax, destination: s.name.clone(), jurisdiction: s.locality.clone() });
+        routing.push(Routing {
+            kind: RoutingKind::SpecialTax,
+            amount: s.tax,
+            destination: s.name.clone(),
+            jurisdiction: s.locality.clone(),
+        });
     }
     routing
 }

@@ -141,7 +141,11 @@ pub fn render(a: &NexusAlert) -> Value {
     let reached = a.percent >= Decimal::ONE_HUNDRED;
     let level = if reached { "reached" } else { "approaching" };
     let message = match (reached, a.has_nexus) {
-        (true, false) => format!("{}: sales of {} reach the economic-nexus threshold; register and collect, then record nexus with POST /api/v1/nexus", a.state, money(a.revenue)),
+        (true, false) => format!(
+            "{}: sales of {} reach the economic-nexus threshold; register and collect, then record nexus with POST /api/v1/nexus",
+            a.state,
+            money(a.revenue)
+        ),
         (true, true) => format!("{}: economic-nexus threshold reached; nexus is recorded for this state", a.state),
         (false, _) => format!("{}: sales are at {}% of the economic-nexus threshold", a.state, a.percent),
     };
@@ -172,10 +176,22 @@ mod tests {
     #[test]
     fn windows_follow_the_period_names() {
         assert_eq!(windows("previous_12_months", day("2026-11-21")), vec![(day("2025-12-01"), day("2026-11-21"))]);
-        assert_eq!(windows("previous_or_current_calendar_year", day("2026-03-05")), vec![(day("2025-01-01"), day("2025-12-31")), (day("2026-01-01"), day("2026-03-05"))]);
-        assert_eq!(windows("previous_four_quarters", day("2026-11-21")), vec![(day("2025-10-01"), day("2026-09-30")), (day("2026-01-01"), day("2026-11-21"))]);
-        assert_eq!(windows("twelve_months_ending_september_30", day("2026-11-21")), vec![(day("2025-10-01"), day("2026-09-30")), (day("2026-10-01"), day("2026-11-21"))]);
-        assert_eq!(windows("twelve_months_ending_september_30", day("2026-02-01")), vec![(day("2024-10-01"), day("2025-09-30")), (day("2025-10-01"), day("2026-02-01"))]);
+        assert_eq!(
+            windows("previous_or_current_calendar_year", day("2026-03-05")),
+            vec![(day("2025-01-01"), day("2025-12-31")), (day("2026-01-01"), day("2026-03-05"))]
+        );
+        assert_eq!(
+            windows("previous_four_quarters", day("2026-11-21")),
+            vec![(day("2025-10-01"), day("2026-09-30")), (day("2026-01-01"), day("2026-11-21"))]
+        );
+        assert_eq!(
+            windows("twelve_months_ending_september_30", day("2026-11-21")),
+            vec![(day("2025-10-01"), day("2026-09-30")), (day("2026-10-01"), day("2026-11-21"))]
+        );
+        assert_eq!(
+            windows("twelve_months_ending_september_30", day("2026-02-01")),
+            vec![(day("2024-10-01"), day("2025-09-30")), (day("2025-10-01"), day("2026-02-01"))]
+        );
         assert_eq!(earliest_month(day("2026-11-21")), 202410);
     }
 }

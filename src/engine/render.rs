@@ -117,10 +117,21 @@ fn classification_note(det: &Determination) -> String {
 pub fn demo(det: &Determination, extra: &[(&str, &str)], upgrade: Option<&[(&str, &str)]>) -> String {
     let mut out = String::with_capacity(1024);
     let mut o = Obj::open(&mut out);
-    o.put("success", &true).put("engine_version", &det.engine_version).put("mode", "demo").put("role", det.role.as_str()).put("amount", &Num(det.amount));
-    o.put("buyer_state", det.buyer_state).put("buyer_zip", &det.buyer_zip).put("transaction_type", det.transaction_type).put("work_type", det.work_type);
-    o.put("classification_basis", det.classification_basis).put("is_b2b", &det.is_b2b).put("digital_content_type", &det.digital_content_type);
-    o.put("classification_facts", &det.classification_facts).put("total_tax", &cents(det.total_tax)).put("combined_rate", &ratio(det.applied_combined_rate()));
+    o.put("success", &true)
+        .put("engine_version", &det.engine_version)
+        .put("mode", "demo")
+        .put("role", det.role.as_str())
+        .put("amount", &Num(det.amount));
+    o.put("buyer_state", det.buyer_state)
+        .put("buyer_zip", &det.buyer_zip)
+        .put("transaction_type", det.transaction_type)
+        .put("work_type", det.work_type);
+    o.put("classification_basis", det.classification_basis)
+        .put("is_b2b", &det.is_b2b)
+        .put("digital_content_type", &det.digital_content_type);
+    o.put("classification_facts", &det.classification_facts)
+        .put("total_tax", &cents(det.total_tax))
+        .put("combined_rate", &ratio(det.applied_combined_rate()));
     o.put("applied_rate", &ratio(det.applied_rate())).put("nexus_configured_for_state", &det.has_nexus);
     o.obj("confidence", |o| {
         o.put("score", &det.confidence_score).put("level", det.confidence_level.as_str());
@@ -128,7 +139,9 @@ pub fn demo(det: &Determination, extra: &[(&str, &str)], upgrade: Option<&[(&str
     o.put("disclaimer", DISCLAIMER);
     if let Some(t) = det.tax_if_nexus {
         o.obj("tax_if_nexus", |o| {
-            o.put("total_tax", &cents(t)).put("combined_rate", &ratio(det.applied_combined_rate())).put("basis", "no nexus configured for this state in demo mode");
+            o.put("total_tax", &cents(t))
+                .put("combined_rate", &ratio(det.applied_combined_rate()))
+                .put("basis", "no nexus configured for this state in demo mode");
         });
     } else if let (true, Some(l)) = (det.total_tax.is_zero(), det.legs.first()) {
         o.obj("exemption", |o| {
@@ -368,16 +381,27 @@ impl Arr<'_> {
 
 fn write_tax(o: &mut Obj, det: &Determination, amount: Decimal, kind: &str) {
     let first = det.legs.first();
-    o.put("jurisdiction", &det.jurisdiction).put("state", det.buyer_state).put("rate", &ratio(first.map_or(Decimal::ZERO, |l| l.rate))).put("amount", &cents(amount)).put("type", kind);
+    o.put("jurisdiction", &det.jurisdiction)
+        .put("state", det.buyer_state)
+        .put("rate", &ratio(first.map_or(Decimal::ZERO, |l| l.rate)))
+        .put("amount", &cents(amount))
+        .put("type", kind);
     // Without nexus a seller's reason replaces the leg's (in the leg reason's place when there is one).
-    let nexus_reason = (det.role == Role::Seller && !det.has_nexus && !det.collected_by_marketplace).then(|| format!("no nexus configured in {}", det.buyer_state));
+    let nexus_reason = (det.role == Role::Seller && !det.has_nexus && !det.collected_by_marketplace)
+        .then(|| format!("no nexus configured in {}", det.buyer_state));
     let leg_reason = first.and_then(|l| l.reason.as_ref());
     if let (Some(r), Some(l)) = (leg_reason, first) {
         o.put("reason", nexus_reason.as_ref().unwrap_or(r)).put("exemption", l.result.as_str());
     }
     if kind == "use_tax" {
-        o.put("state_rate", &ratio(det.applied_state_rate())).put("local_rate", &ratio(det.local_rate)).put("combined_rate", &ratio(det.applied_combined_rate())).put("gross_amount", &cents(det.amount));
-        o.put("taxable_amount", &cents(det.legs.iter().map(|l| if l.result.is_taxable() { l.taxable_amount } else { Decimal::ZERO }).sum()));
+        o.put("state_rate", &ratio(det.applied_state_rate()))
+            .put("local_rate", &ratio(det.local_rate))
+            .put("combined_rate", &ratio(det.applied_combined_rate()))
+            .put("gross_amount", &cents(det.amount));
+        o.put(
+            "taxable_amount",
+            &cents(det.legs.iter().map(|l| if l.result.is_taxable() { l.taxable_amount } else { Decimal::ZERO }).sum()),
+        );
         o.put("taxable_percentage", &Num((first.map_or(Decimal::ONE, |l| l.base_share) * Decimal::from(100)).normalize()));
         if det.seller_remitting == Some(true) {
             o.put("note", "the seller collected and remitted the tax; no use tax is due");
@@ -385,7 +409,12 @@ fn write_tax(o: &mut Obj, det: &Determination, amount: Decimal, kind: &str) {
     }
     if det.legs.len() > 1 {
         o.list("legs", &det.legs, |o, l| {
-            o.put("leg", l.name).put("amount", &cents(l.amount)).put("rate", &ratio(l.rate)).put("tax", &cents(l.tax)).put("rule", &l.rule_id).put("result", l.result.as_str());
+            o.put("leg", l.name)
+                .put("amount", &cents(l.amount))
+                .put("rate", &ratio(l.rate))
+                .put("tax", &cents(l.tax))
+                .put("rule", &l.rule_id)
+                .put("result", l.result.as_str());
         });
     }
     if let (Some(r), None) = (&nexus_reason, leg_reason) {
@@ -403,8 +432,13 @@ fn write_tax_member(o: &mut Obj, det: &Determination, k: &str, amount: Option<De
 fn write_tracking(o: &mut Obj, t: Option<&Tracking1099>) {
     match t {
         Some(t) => o.obj("tracking_1099", |o| {
-            o.put("counterparty_id", &t.counterparty_id).put("payment_this_transaction", &cents(t.payment_this_transaction)).put("vendor_ytd_total", &cents(t.vendor_ytd_total));
-            o.put("threshold", &cents(t.threshold)).put("threshold_exceeded", &t.threshold_exceeded).put("form_required", &t.form_required).put("tax_year", &t.tax_year);
+            o.put("counterparty_id", &t.counterparty_id)
+                .put("payment_this_transaction", &cents(t.payment_this_transaction))
+                .put("vendor_ytd_total", &cents(t.vendor_ytd_total));
+            o.put("threshold", &cents(t.threshold))
+                .put("threshold_exceeded", &t.threshold_exceeded)
+                .put("form_required", &t.form_required)
+                .put("tax_year", &t.tax_year);
         }),
         None => o.put("tracking_1099", &None::<bool>),
     };
@@ -421,11 +455,25 @@ fn write_advisories(o: &mut Obj, list: &[Advisory]) {
 
 fn write_head(o: &mut Obj, det: &Determination) {
     o.put("success", &true).put("engine_version", &det.engine_version).put("role", det.role.as_str()).put("amount", &Num(det.amount));
-    o.put("buyer_state", det.buyer_state).put("buyer_zip", &det.buyer_zip).put("seller_state", det.seller_state.unwrap_or("")).put("seller_zip", &det.seller_zip);
-    o.put("sourcing_rule", det.sourcing.as_str()).put("marketplace_role", det.marketplace_role).put("local_rate", &ratio(det.local_rate)).put("combined_rate", &ratio(det.applied_combined_rate()));
-    o.put("jurisdiction", &det.jurisdiction).put("transaction_type", det.transaction_type).put("transaction_category", det.category).put("work_type", det.work_type);
-    o.put("work_type_label", &det.work_type_label).put("classification_basis", det.classification_basis).put("is_b2b", &det.is_b2b).put("use_context", &det.use_context);
-    o.put("counterparty_id", &det.counterparty_id).put("digital_content_type", &det.digital_content_type).put("classification_facts", &det.classification_facts);
+    o.put("buyer_state", det.buyer_state)
+        .put("buyer_zip", &det.buyer_zip)
+        .put("seller_state", det.seller_state.unwrap_or(""))
+        .put("seller_zip", &det.seller_zip);
+    o.put("sourcing_rule", det.sourcing.as_str())
+        .put("marketplace_role", det.marketplace_role)
+        .put("local_rate", &ratio(det.local_rate))
+        .put("combined_rate", &ratio(det.applied_combined_rate()));
+    o.put("jurisdiction", &det.jurisdiction)
+        .put("transaction_type", det.transaction_type)
+        .put("transaction_category", det.category)
+        .put("work_type", det.work_type);
+    o.put("work_type_label", &det.work_type_label)
+        .put("classification_basis", det.classification_basis)
+        .put("is_b2b", &det.is_b2b)
+        .put("use_context", &det.use_context);
+    o.put("counterparty_id", &det.counterparty_id)
+        .put("digital_content_type", &det.digital_content_type)
+        .put("classification_facts", &det.classification_facts);
     write_tax_member(o, det, "sales_tax", det.sales_tax);
     write_tax_member(o, det, "use_tax", det.use_tax);
     match det.seller_remitting {
@@ -444,9 +492,14 @@ fn write_middle(o: &mut Obj, det: &Determination) {
 
 fn write_rest(o: &mut Obj, det: &Determination) {
     o.list("routing", &det.routing, |o, r| {
-        o.put("type", r.kind.as_str()).put("amount", &cents(r.amount)).put("destination", &r.destination).put("jurisdiction", &r.jurisdiction);
+        o.put("type", r.kind.as_str())
+            .put("amount", &cents(r.amount))
+            .put("destination", &r.destination)
+            .put("jurisdiction", &r.jurisdiction);
     });
-    o.put("total_tax", &cents(det.total_tax)).put("nexus_configured", &det.nexus_configured).put("classification_note", &classification_note(det));
+    o.put("total_tax", &cents(det.total_tax))
+        .put("nexus_configured", &det.nexus_configured)
+        .put("classification_note", &classification_note(det));
     o.put("disclaimer", DISCLAIMER).put("collected_by_marketplace", &det.collected_by_marketplace);
     if let Some(m) = det.marketplace_remitted_tax {
         o.put("marketplace_remitted_tax", &cents(m));
@@ -476,7 +529,9 @@ fn write_rest(o: &mut Obj, det: &Determination) {
     }
     let declared = det.classification_facts.contains_key("is_b2b");
     o.obj("b2b_detection", |o| {
-        o.put("is_b2b", &det.is_b2b).put("method", if declared { "declared" } else { "default" }).put("counterparty_principal", &None::<bool>);
+        o.put("is_b2b", &det.is_b2b)
+            .put("method", if declared { "declared" } else { "default" })
+            .put("counterparty_principal", &None::<bool>);
         o.put("note", if declared { "declared by the caller" } else { "not declared; treated as not business-to-business" });
     });
     o.obj("audit_trail", |o| write_audit_trail(o, det));
@@ -488,34 +543,55 @@ fn write_audit_trail(o: &mut Obj, det: &Determination) {
     let local_applied = det.legs.iter().any(|l| l.result.is_taxable() && !l.local_rate.is_zero());
     o.array("jurisdiction_chain", |a| {
         a.obj(|o| {
-            o.put("level", "state").put("name", &det.buyer_state_name).put("rate", &ratio(det.state_rate)).put("applied", &taxable).put("source", &Cite(&det.state_rate_citation));
+            o.put("level", "state")
+                .put("name", &det.buyer_state_name)
+                .put("rate", &ratio(det.state_rate))
+                .put("applied", &taxable)
+                .put("source", &Cite(&det.state_rate_citation));
         });
         for l in &det.layers {
             a.obj(|o| {
-                o.put("level", "local").put("layer", &l.level).put("name", &l.name).put("rate", &ratio(l.rate)).put("applied", &local_applied).put("source", &Cite(&l.citation));
+                o.put("level", "local")
+                    .put("layer", &l.level)
+                    .put("name", &l.name)
+                    .put("rate", &ratio(l.rate))
+                    .put("applied", &local_applied)
+                    .put("source", &Cite(&l.citation));
             });
         }
         for s in &det.special {
             a.obj(|o| {
-                o.put("level", "special_rule").put("name", &s.name).put("rate", &ratio(s.rate)).put("applied", &!s.tax.is_zero()).put("source", &Cite(&s.citation));
+                o.put("level", "special_rule")
+                    .put("name", &s.name)
+                    .put("rate", &ratio(s.rate))
+                    .put("applied", &!s.tax.is_zero())
+                    .put("source", &Cite(&s.citation));
             });
         }
     });
     o.put("combined_rate", &ratio(det.applied_combined_rate()));
     o.obj("classification", |o| {
-        o.put("input_transaction_type", det.transaction_type).put("input_work_type", &det.input_work_type).put("resolved_work_type", det.work_type);
+        o.put("input_transaction_type", det.transaction_type)
+            .put("input_work_type", &det.input_work_type)
+            .put("resolved_work_type", det.work_type);
         o.put("work_type_source", det.work_type_source.as_str()).put("derivation", &det.classification_derivation);
         o.put("economic_category", det.classification_basis).put("label", &det.work_type_label);
         o.put("digital_content_type_applied", &det.digital_content_type_applied);
     });
     let first = det.legs.first();
     o.obj("taxability", |o| {
-        o.put("source", &first.map(|l| Cite(&l.citation))).put("state", det.buyer_state).put("category", det.category).put("taxable", &taxable);
+        o.put("source", &first.map(|l| Cite(&l.citation)))
+            .put("state", det.buyer_state)
+            .put("category", det.category)
+            .put("taxable", &taxable);
         let note = first.map(|l| match &l.reason {
             Some(r) => format!("{}: {r}", l.rule_id),
-            None => format!("{}: taxable at {} on {}% of the amount", l.rule_id, pct(l.rate), (l.base_share * Decimal::from(100)).normalize()),
+            None => {
+                format!("{}: taxable at {} on {}% of the amount", l.rule_id, pct(l.rate), (l.base_share * Decimal::from(100)).normalize())
+            }
         });
-        o.put("note", &note).put("digital_content_type_override", &det.digital_content_type_applied.then_some(det.digital_content_type).flatten());
+        o.put("note", &note)
+            .put("digital_content_type_override", &det.digital_content_type_applied.then_some(det.digital_content_type).flatten());
         o.put("digital_content_type_rule", &det.digital_content_type_rule);
         if let Some(l) = first.filter(|l| !l.readings.is_empty()) {
             o.list("ambiguous_readings", &l.readings, |o, (d, tax, c)| {
@@ -535,7 +611,9 @@ fn write_audit_trail(o: &mut Obj, det: &Determination) {
             });
         }
         a.obj(|o| {
-            o.put("id", &det.sourcing_rule).put("settlement", &Cite(&det.sourcing_citation)).put("note", &format!("{} sourcing", det.sourcing.as_str()));
+            o.put("id", &det.sourcing_rule)
+                .put("settlement", &Cite(&det.sourcing_citation))
+                .put("note", &format!("{} sourcing", det.sourcing.as_str()));
         });
         for s in &det.special {
             a.obj(|o| {
@@ -556,7 +634,8 @@ mod tests {
 
     #[test]
     fn strings_and_numbers_are_written_as_serde_json_writes_them() {
-        for text in ["plain", "", "quote \" and backslash \\", "\n\r\t\u{8}\u{c}", "\u{0}\u{1}\u{1f} \u{7f}", "é ü § 😀 中文", "</script>"] {
+        for text in ["plain", "", "quote \" and backslash \\", "\n\r\t\u{8}\u{c}", "\u{0}\u{1}\u{1f} \u{7f}", "é ü § 😀 中文", "</script>"]
+        {
             let mut out = String::new();
             text.put(&mut out);
             assert_eq!(out, serde_json::to_string(text).unwrap(), "{text:?}");

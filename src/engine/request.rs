@@ -49,20 +49,53 @@ pub struct Request {
 pub const MAX_AMOUNT: i64 = 100_000_000;
 
 const TOP_FIELDS: &[&str] = &[
-    "role", "amount", "buyer_state", "seller_state", "buyer_zip", "seller_zip", "transaction_type", "work_type",
-    "counterparty_id", "is_b2b", "use_context", "digital_content_type", "payment_provider_type", "it_support_scope",
-    "includes_prewritten_software_access", "custom_software_attestation", "maintenance_contract", "marketplace_role",
-    "description", "exemption_certificate", "nexus_override", "vendor_ytd_override", "seller_remitting",
+    "role",
+    "amount",
+    "buyer_state",
+    "seller_state",
+    "buyer_zip",
+    "seller_zip",
+    "transaction_type",
+    "work_type",
+    "counterparty_id",
+    "is_b2b",
+    "use_context",
+    "digital_content_type",
+    "payment_provider_type",
+    "it_support_scope",
+    "includes_prewritten_software_access",
+    "custom_software_attestation",
+    "maintenance_contract",
+    "marketplace_role",
+    "description",
+    "exemption_certificate",
+    "nexus_override",
+    "vendor_ytd_override",
+    "seller_remitting",
 ];
 
 const ATTESTATION_FIELDS: &[&str] = &[
-    "written_for_buyer", "not_offered_to_others", "deliverable", "is_modification_of_prewritten", "separately_stated_charge",
-    "all_rights_transferred", "delivery", "il_requirements_analysis_and_adaptation", "il_assembled_modules_50pct",
+    "written_for_buyer",
+    "not_offered_to_others",
+    "deliverable",
+    "is_modification_of_prewritten",
+    "separately_stated_charge",
+    "all_rights_transferred",
+    "delivery",
+    "il_requirements_analysis_and_adaptation",
+    "il_assembled_modules_50pct",
 ];
 
 const MAINTENANCE_FIELDS: &[&str] = &[
-    "mandatory", "includes_upgrades", "includes_support", "separately_itemized", "itemized_amounts", "update_delivery",
-    "support_kind", "business_use", "seller_sold_software",
+    "mandatory",
+    "includes_upgrades",
+    "includes_support",
+    "separately_itemized",
+    "itemized_amounts",
+    "update_delivery",
+    "support_kind",
+    "business_use",
+    "seller_sold_software",
 ];
 
 pub(crate) use crate::validate::Checker as V;
@@ -78,7 +111,9 @@ impl V {
                 Some(i)
             }
             None => {
-                let hint = crate::rules::diag::did_you_mean(s, values.iter().copied()).map(|x| format!("; did you mean `{x}`?")).unwrap_or_default();
+                let hint = crate::rules::diag::did_you_mean(s, values.iter().copied())
+                    .map(|x| format!("; did you mean `{x}`?"))
+                    .unwrap_or_default();
                 self.err(field, format!("`{s}` is not one of: {}{hint}", values.join(", ")));
                 None
             }
@@ -103,7 +138,6 @@ impl V {
             None
         }
     }
-
 }
 
 fn state_of(code: &str) -> Option<usize> {
@@ -257,12 +291,17 @@ pub fn parse_request(body: &Value) -> Result<Request, Vec<FieldError>> {
                             if u < Decimal::ZERO || s < Decimal::ZERO {
                                 v.err("maintenance_contract.itemized_amounts", "amounts must not be negative");
                             } else if u + s != a {
-                                v.err("maintenance_contract.itemized_amounts", format!("updates + support must equal amount ({} + {} ≠ {})", u, s, a));
+                                v.err(
+                                    "maintenance_contract.itemized_amounts",
+                                    format!("updates + support must equal amount ({} + {} ≠ {})", u, s, a),
+                                );
                             } else {
                                 itemized = Some((u, s));
                             }
                         }
-                        (None, _, _) | (_, None, _) if !v.errors.iter().any(|e| e.field.starts_with("maintenance_contract.itemized_amounts")) => {
+                        (None, _, _) | (_, None, _)
+                            if !v.errors.iter().any(|e| e.field.starts_with("maintenance_contract.itemized_amounts")) =>
+                        {
                             v.err("maintenance_contract.itemized_amounts", "needs both updates and support");
                         }
                         _ => {}
@@ -277,7 +316,8 @@ pub fn parse_request(body: &Value) -> Result<Request, Vec<FieldError>> {
 
     let description = v.string("description", obj.get("description")).unwrap_or("").to_string();
     v.max_len("description", &description, 1000);
-    let exemption_certificate = v.string("exemption_certificate", obj.get("exemption_certificate")).map(str::to_string).filter(|s| !s.trim().is_empty());
+    let exemption_certificate =
+        v.string("exemption_certificate", obj.get("exemption_certificate")).map(str::to_string).filter(|s| !s.trim().is_empty());
     if let Some(c) = &exemption_certificate {
         if v.max_len("exemption_certificate", c, 200) {
             facts.set_bool(Fact::has_exemption_certificate, true);

@@ -132,13 +132,18 @@ pub fn federal(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Va
         EntityType::Individual
     });
     if entity == EntityType::CCorp {
-        let Some(rate) = in_force(&rules.corporate_rate, sold) else { return unavailable(format!("no corporate rate for tax year {year} in rules/gains/federal.yaml")) };
+        let Some(rate) = in_force(&rules.corporate_rate, sold) else {
+            return unavailable(format!("no corporate rate for tax year {year} in rules/gains/federal.yaml"));
+        };
         let total = g.short_term + g.long_term;
         let tax = if total > Decimal::ZERO { cents(total * rate.value) } else { Decimal::ZERO };
         if total < Decimal::ZERO {
             assumptions.push("a corporation's net capital loss offsets only capital gains (carried back 3 years and forward 5, §1212(a)); no current tax effect is estimated".into());
         }
-        assumptions.push("capital gains of a C corporation are ordinary income taxed at the flat corporate rate; no preferential rate (§1201 repealed)".into());
+        assumptions.push(
+            "capital gains of a C corporation are ordinary income taxed at the flat corporate rate; no preferential rate (§1201 repealed)"
+                .into(),
+        );
         return json!({
             "available": true,
             "tax_year": year,
@@ -175,7 +180,9 @@ pub fn federal(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Va
 fn individual(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate, entity: EntityType, mut assumptions: Vec<String>) -> Value {
     let year = sold.year();
     let Some(y) = year_figures(rules, sold) else {
-        return unavailable(format!("no federal brackets for tax year {year} in rules/gains/federal.yaml; the figures are added when the IRS publishes them"));
+        return unavailable(format!(
+            "no federal brackets for tax year {year} in rules/gains/federal.yaml; the figures are added when the IRS publishes them"
+        ));
     };
     let status = p.filing_status.unwrap_or_else(|| {
         assumptions.push("filing_status not given: single".into());
@@ -190,7 +197,8 @@ fn individual(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate, entity
             let base_ti = (income - sd).max(Decimal::ZERO);
             let ti = (income - sd + ord_gain + pref).max(Decimal::ZERO);
             let ord_ti = (ti - pref).max(Decimal::ZERO);
-            let ordinary_change = slice_tax(&y.ordinary.value, status, Decimal::ZERO, ord_ti) - slice_tax(&y.ordinary.value, status, Decimal::ZERO, base_ti);
+            let ordinary_change =
+                slice_tax(&y.ordinary.value, status, Decimal::ZERO, ord_ti) - slice_tax(&y.ordinary.value, status, Decimal::ZERO, base_ti);
             let lt_tax = slice_tax(&y.long_term.value, status, ord_ti, ti);
             let nii = (g.short_term + g.long_term).max(Decimal::ZERO);
             let magi = income + ord_gain + pref;
@@ -202,7 +210,8 @@ fn individual(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate, entity
                 FILING_STATUSES[status],
                 cents(sd).normalize()
             ));
-            assumptions.push("no other investment income, capital gains or losses this year; NIIT measured with MAGI = income + this gain".into());
+            assumptions
+                .push("no other investment income, capital gains or losses this year; NIIT measured with MAGI = income + this gain".into());
             let marginal = json!({
                 "short_term": num(rate_at(&y.ordinary.value, status, ord_ti.max(base_ti))),
                 "long_term": num(rate_at(&y.long_term.value, status, ti)),
@@ -216,7 +225,10 @@ fn individual(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate, entity
         }
     };
     if g.short_term + g.long_term < Decimal::ZERO {
-        assumptions.push(format!("a net capital loss: at most {} of it offsets ordinary income this year (§1211(b)); the rest carries forward (§1212(b))", cents(y.loss_limit.value[status]).normalize()));
+        assumptions.push(format!(
+            "a net capital loss: at most {} of it offsets ordinary income this year (§1211(b)); the rest carries forward (§1212(b))",
+            cents(y.loss_limit.value[status]).normalize()
+        ));
     }
     let (ordinary_tax, long_term_tax, niit) = (cents(ordinary_tax), cents(long_term_tax), cents(niit));
     json!({
@@ -265,11 +277,14 @@ pub fn state(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Valu
         return unavailable(format!("state corporate income tax is not estimated; {code} treats a corporation's gains as business income"));
     }
     let year = sold.year();
-    let Some(entry) = rules.state(idx, sold) else { return unavailable(format!("no treatment for {code} in tax year {year} in rules/gains/states/")) };
+    let Some(entry) = rules.state(idx, sold) else {
+        return unavailable(format!("no treatment for {code} in tax year {year} in rules/gains/states/"));
+    };
     let t = &entry.value;
     let mut assumptions: Vec<String> = vec!["local income taxes are not included".into()];
     if t.graduated == Some(true) {
-        assumptions.push(format!("{code}'s brackets are not modelled: the gain is taxed at the top rate ({}), a ceiling", t.rate.normalize()));
+        assumptions
+            .push(format!("{code}'s brackets are not modelled: the gain is taxed at the top rate ({}), a ceiling", t.rate.normalize()));
     }
     let (pref, ord) = net(g, Decimal::ZERO);
     let mut taxable_st = if t.short_term_taxed && t.kind != StateKind::None { ord } else { Decimal::ZERO };
@@ -278,7 +293,11 @@ pub fn state(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Valu
         let from_lt = taxable_lt.min(t.gain_deduction);
         taxable_lt -= from_lt;
         taxable_st -= taxable_st.min(t.gain_deduction - from_lt);
-        assumptions.push(format!("the {} deduction of {} is applied as if this sale were the year's only gain", code, cents(t.gain_deduction).normalize()));
+        assumptions.push(format!(
+            "the {} deduction of {} is applied as if this sale were the year's only gain",
+            code,
+            cents(t.gain_deduction).normalize()
+        ));
     }
     let st_rate = t.short_term();
     let lt_rate = {
@@ -298,7 +317,10 @@ pub fn state(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Valu
         };
         surtax += cents(part * s.rate);
         if s.on != SurtaxBase::GainAbove && p.income.is_none() {
-            assumptions.push(format!("a {} surtax depends on income; estimated_annual_income not given, so only this gain counts", s.rate.normalize()));
+            assumptions.push(format!(
+                "a {} surtax depends on income; estimated_annual_income not given, so only this gain counts",
+                s.rate.normalize()
+            ));
         }
     }
     if g.short_term + g.long_term < Decimal::ZERO {

@@ -103,7 +103,13 @@ pub fn reported(d: &Disposition) -> (Decimal, Decimal, Decimal, Decimal) {
 }
 
 /// Renders the draft. `payer` and `recipient` are JSON objects already rendered.
-pub fn render(year: i32, generated_at: &str, payer: &str, recipient: &str, dispositions: impl IntoIterator<Item = Disposition>) -> (String, [Totals; 2]) {
+pub fn render(
+    year: i32,
+    generated_at: &str,
+    payer: &str,
+    recipient: &str,
+    dispositions: impl IntoIterator<Item = Disposition>,
+) -> (String, [Totals; 2]) {
     let mut out = String::with_capacity(1 << 16);
     let _ = write!(
         out,

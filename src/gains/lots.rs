@@ -64,7 +64,13 @@ pub fn pro_rata(amount: Decimal, part: Decimal, whole: Decimal) -> Decimal {
 }
 
 /// Matches a sell of `quantity` for `net_proceeds` on `sold` against `lots`, in the order given.
-pub fn match_sell<'a>(lots: impl IntoIterator<Item = &'a Lot>, quantity: Decimal, net_proceeds: Decimal, sold: NaiveDate, more_than_months: u32) -> Result<Vec<Consumed>, Shortfall> {
+pub fn match_sell<'a>(
+    lots: impl IntoIterator<Item = &'a Lot>,
+    quantity: Decimal,
+    net_proceeds: Decimal,
+    sold: NaiveDate,
+    more_than_months: u32,
+) -> Result<Vec<Consumed>, Shortfall> {
     let mut left = quantity;
     let mut proceeds_left = net_proceeds;
     let mut out = vec![];

@@ -60,7 +60,11 @@ pub struct TradeRequest {
 
 impl TradeRequest {
     pub fn trade_type(&self) -> &'static str {
-        if self.is_sell { "sell" } else { "buy" }
+        if self.is_sell {
+            "sell"
+        } else {
+            "buy"
+        }
     }
 
     pub fn day(&self) -> NaiveDate {
@@ -70,11 +74,23 @@ impl TradeRequest {
     /// Quantity × price, plus the fee for a buy (its basis) or less it for a sell (net proceeds).
     pub fn amount(&self) -> Decimal {
         let gross = self.quantity * self.price_per_unit;
-        if self.is_sell { gross - self.fee_amount } else { gross + self.fee_amount }
+        if self.is_sell {
+            gross - self.fee_amount
+        } else {
+            gross + self.fee_amount
+        }
     }
 }
 
-fn ranged(v: &mut Checker, obj: &Map<String, Value>, field: &str, required: bool, min: Decimal, max: Decimal, min_exclusive: bool) -> Option<Decimal> {
+fn ranged(
+    v: &mut Checker,
+    obj: &Map<String, Value>,
+    field: &str,
+    required: bool,
+    min: Decimal,
+    max: Decimal,
+    min_exclusive: bool,
+) -> Option<Decimal> {
     let d = v.decimal(field, obj.get(field));
     let Some(d) = d else {
         if required && !v.errors.iter().any(|e| e.field == field) {
@@ -118,13 +134,14 @@ pub fn parse_trade(body: &Value, now: DateTime<Utc>) -> Result<TradeRequest, Vec
         }
     });
     let trade_type = v.one_of(obj, "trade_type", true, &TRADE_TYPES);
-    let quantity = ranged(&mut v, obj, "quantity", true, Decimal::ZERO, Decimal::from(MAX_QUANTITY), true).and_then(|q| match exact_quantity(q) {
-        Some(q) => Some(q),
-        None => {
-            v.err("quantity", format!("`{q}` has more than 8 decimal places; quantities are kept exactly and never rounded"));
-            None
-        }
-    });
+    let quantity =
+        ranged(&mut v, obj, "quantity", true, Decimal::ZERO, Decimal::from(MAX_QUANTITY), true).and_then(|q| match exact_quantity(q) {
+            Some(q) => Some(q),
+            None => {
+                v.err("quantity", format!("`{q}` has more than 8 decimal places; quantities are kept exactly and never rounded"));
+                None
+            }
+        });
     let price = ranged(&mut v, obj, "price_per_unit", true, Decimal::ZERO, Decimal::from(MAX_PRICE), false);
     let fee = ranged(&mut v, obj, "fee_amount", false, Decimal::ZERO, Decimal::from(MAX_PRICE), false);
     let trade_date = match v.string("trade_date", obj.get("trade_date")) {
@@ -156,7 +173,8 @@ pub fn parse_trade(body: &Value, now: DateTime<Utc>) -> Result<TradeRequest, Vec
     });
     let entity = v.one_of(obj, "tax_entity_type", false, &EntityType::NAMES).and_then(|e| EntityType::parse(&e));
     let filing_status = v.one_of(obj, "filing_status", false, &FILING_STATUSES).and_then(|s| FILING_STATUSES.iter().position(|x| *x == s));
-    let income = ranged(&mut v, obj, "estimated_annual_income", false, Decimal::ZERO, Decimal::from(MAX_QUANTITY) * Decimal::from(1000), false);
+    let income =
+        ranged(&mut v, obj, "estimated_annual_income", false, Decimal::ZERO, Decimal::from(MAX_QUANTITY) * Decimal::from(1000), false);
     let asset_class = v.one_of(obj, "asset_class", false, &ASSET_CLASSES);
 
     let is_sell = trade_type.as_deref() == Some("sell");
@@ -165,7 +183,9 @@ pub fn parse_trade(body: &Value, now: DateTime<Utc>) -> Result<TradeRequest, Vec
         v.err("accounting_method", "applies to sells only; a buy always makes a new lot");
     }
     match (method, &lot_id) {
-        (Some(Method::SpecificId), None) if is_sell && !v.errors.iter().any(|e| e.field == "specific_lot_id") => v.err("specific_lot_id", "is required when accounting_method is specific_id"),
+        (Some(Method::SpecificId), None) if is_sell && !v.errors.iter().any(|e| e.field == "specific_lot_id") => {
+            v.err("specific_lot_id", "is required when accounting_method is specific_id")
+        }
         (m, Some(_)) if m != Some(Method::SpecificId) && !(m.is_none() && method_given) => {
             v.err("specific_lot_id", "is used only with accounting_method specific_id on a sell")
         }
@@ -214,16 +234,30 @@ mod tests {
 
     #[test]
     fn normalises_and_defaults() {
-        let t = parse_trade(&json!({"asset_symbol": "btc", "trade_type": "buy", "quantity": "0.50000000", "price_per_unit": 60000}), now()).unwrap();
-        assert_eq!((t.asset_symbol.as_str(), t.quantity.to_string().as_str(), t.trade_date, t.accounting_method), ("BTC", "0.5", now(), Method::Fifo));
+        let t = parse_trade(&json!({"asset_symbol": "btc", "trade_type": "buy", "quantity": "0.50000000", "price_per_unit": 60000}), now())
+            .unwrap();
+        assert_eq!(
+            (t.asset_symbol.as_str(), t.quantity.to_string().as_str(), t.trade_date, t.accounting_method),
+            ("BTC", "0.5", now(), Method::Fifo)
+        );
     }
 
     #[test]
     fn every_problem_is_named() {
-        let f = fields(json!({"asset_symbol": "BT C", "trade_type": "hold", "quantity": 0.123456789, "price_per_unit": -1, "colour": 1, "trade_date": "2027-01-01T00:00:00Z"}));
+        let f = fields(
+            json!({"asset_symbol": "BT C", "trade_type": "hold", "quantity": 0.123456789, "price_per_unit": -1, "colour": 1, "trade_date": "2027-01-01T00:00:00Z"}),
+        );
         assert_eq!(f, ["colour", "asset_symbol", "trade_type", "quantity", "price_per_unit", "trade_date"]);
-        assert_eq!(fields(json!({"asset_symbol": "X", "trade_type": "sell", "quantity": 1, "price_per_unit": 1, "accounting_method": "specific_id"})), ["specific_lot_id"]);
-        assert_eq!(fields(json!({"asset_symbol": "X", "trade_type": "sell", "quantity": 1, "price_per_unit": 1, "specific_lot_id": "lot_1"})), ["specific_lot_id"]);
+        assert_eq!(
+            fields(
+                json!({"asset_symbol": "X", "trade_type": "sell", "quantity": 1, "price_per_unit": 1, "accounting_method": "specific_id"})
+            ),
+            ["specific_lot_id"]
+        );
+        assert_eq!(
+            fields(json!({"asset_symbol": "X", "trade_type": "sell", "quantity": 1, "price_per_unit": 1, "specific_lot_id": "lot_1"})),
+            ["specific_lot_id"]
+        );
         assert_eq!(fields(json!({"asset_symbol": "X", "trade_type": "sell", "quantity": 1e13, "price_per_unit": 1})), ["quantity"]);
     }
 }

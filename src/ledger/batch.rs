@@ -42,9 +42,9 @@ use crate::engine::{determine, Determination, EngineError, Input, Request};
 use crate::rules::registry::Registry;
 use crate::rules::schema::state_index;
 use crate::security::new_ordered_id;
+use crate::store::accounts::KeyOwner;
 use crate::store::entity::{counter, entity, nexus_state, state_revenue, transaction, vendor_ytd};
 use crate::store::group::{Group, Replies};
-use crate::store::accounts::KeyOwner;
 use crate::store::ledger::{Payment, Sale};
 use crate::store::limits::CounterHit;
 use crate::store::script::{Script, ScriptConn};
@@ -90,7 +90,13 @@ pub struct Entry {
 }
 
 impl Entry {
-    pub fn new(request: Request, raw: Value, prefix: String, external_tx_id: Option<String>, metadata: Option<Map<String, Value>>) -> Entry {
+    pub fn new(
+        request: Request,
+        raw: Value,
+        prefix: String,
+        external_tx_id: Option<String>,
+        metadata: Option<Map<String, Value>>,
+    ) -> Entry {
         Entry { request, raw, prefix, external_tx_id, metadata, prepared: None }
     }
 }
@@ -119,7 +125,13 @@ fn prepare(registry: &Registry, now_ms: i64, entity_id: &str, nexus: Nexus, entr
     let input = Input { request: &entry.request, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(now_ms) };
     let det = determine(registry, &input).map_err(|err| engine_refusal(err, &entry.prefix))?;
     let id = new_ordered_id("tx", now_ms);
-    let extra = [("transaction_id", id.as_str()), ("timestamp", &iso(now_ms)), ("entity_id", entity_id), ("mode", "live"), ("api_version", API_VERSION)];
+    let extra = [
+        ("transaction_id", id.as_str()),
+        ("timestamp", &iso(now_ms)),
+        ("entity_id", entity_id),
+        ("mode", "live"),
+        ("api_version", API_VERSION),
+    ];
     let fixed = FullText::new(&det).into_fixed(&extra);
     Ok(Prepared { nexus, det, id, fixed })
 }
@@ -210,7 +222,8 @@ impl<'j> Plan<'j> {
         let keyed = |i: &usize| jobs[*i].payer.key_id().is_some();
         let counted: Vec<usize> = live.iter().copied().filter(|i| keyed(i) && !known.throttled.contains(i)).collect();
         let serving: Vec<usize> = live.iter().copied().filter(|i| !known.throttled.contains(i) && !known.refused.contains_key(i)).collect();
-        let bursting: Vec<usize> = live.iter().copied().filter(|i| keyed(i) && matches!(jobs[*i].source, Source::Calculate { .. })).collect();
+        let bursting: Vec<usize> =
+            live.iter().copied().filter(|i| keyed(i) && matches!(jobs[*i].source, Source::Calculate { .. })).collect();
 
         // Which entries are new, and which repeat an external id already recorded (or earlier in the batch).
         let mut in_batch: HashMap<(&str, &str), usize> = HashMap::new();
@@ -220,7 +233,8 @@ impl<'j> Plan<'j> {
             let job = &jobs[i];
             let mut mine = Vec::new();
             for (e, entry) in job.entries.iter().enumerate() {
-                let key = entry.external_tx_id.as_deref().filter(|_| matches!(job.source, Source::Ingest)).map(|x| (job.payer.entity_id(), x));
+                let key =
+                    entry.external_tx_id.as_deref().filter(|_| matches!(job.source, Source::Ingest)).map(|x| (job.payer.entity_id(), x));
                 let existing = key.and_then(|(a, x)| known.existing.get(&(a.to_string(), x.to_string())));
                 let slot = match (existing, key.and_then(|k| in_batch.get(&k))) {
                     (Some(row), _) => Slot::Existing(Box::new(row.clone())),
@@ -241,7 +255,12 @@ impl<'j> Plan<'j> {
             .iter()
             .map(|&(i, e)| {
                 let req = &jobs[i].entries[e].request;
-                Payment { entity_id: jobs[i].payer.entity_id(), counterparty_id: &req.counterparty_id, tax_year: day(jobs[i].now_ms).year(), micros: micros(req.amount) }
+                Payment {
+                    entity_id: jobs[i].payer.entity_id(),
+                    counterparty_id: &req.counterparty_id,
+                    tax_year: day(jobs[i].now_ms).year(),
+                    micros: micros(req.amount),
+                }
             })
             .collect();
 
@@ -269,7 +288,23 @@ impl<'j> Plan<'j> {
         let alerting = distinct(calculating.iter().map(|&i| jobs[i].payer.entity_id()));
         let from_month = calculating.iter().map(|&i| nexus_alerts::earliest_month(day(jobs[i].now_ms))).min().unwrap_or(0);
         let revenue_at = (!alerting.is_empty()).then(|| first.add(Store::state_revenue_sql(backend, &alerting, from_month)));
-        Plan { live, counted, bursting, slots, news, payments, hits, first, usage, owners_at, accounts_at, nexus_at, external, vendor, revenue_at }
+        Plan {
+            live,
+            counted,
+            bursting,
+            slots,
+            news,
+            payments,
+            hits,
+            first,
+            usage,
+            owners_at,
+            accounts_at,
+            nexus_at,
+            external,
+            vendor,
+            revenue_at,
+        }
     }
 }
 
@@ -388,14 +423,37 @@ impl Ledger {
 
     /// One attempt at the batch: its results, or `None` (transaction left open) when it learned something that
     /// changes what to write, added to `known`.
-    async fn attempt(&self, conn: &mut ScriptConn, jobs: &[Job], plan: Plan<'_>, known: &mut Known) -> Result<Option<Vec<Answer>>, StoreError> {
-        let Plan { live, counted, bursting, mut slots, news, payments, hits, first, usage, owners_at, accounts_at, nexus_at, external, vendor, revenue_at } = plan;
+    async fn attempt(
+        &self,
+        conn: &mut ScriptConn,
+        jobs: &[Job],
+        plan: Plan<'_>,
+        known: &mut Known,
+    ) -> Result<Option<Vec<Answer>>, StoreError> {
+        let Plan {
+            live,
+            counted,
+            bursting,
+            mut slots,
+            news,
+            payments,
+            hits,
+            first,
+            usage,
+            owners_at,
+            accounts_at,
+            nexus_at,
+            external,
+            vendor,
+            revenue_at,
+        } = plan;
         let backend = conn.backend();
         let answers = conn.run(first).await?;
 
         // What the answers change: keys no longer valid, allowances used up, external ids already recorded.
         let counts = Store::counts_after(&hits, answers.models::<counter::Model>(usage, "").map_err(StoreError::from)?);
-        let owners: HashMap<String, entity::Model> = Store::key_owners_from(answers.rows(owners_at))?.into_iter().map(|KeyOwner { key_id, entity }| (key_id, entity)).collect();
+        let owners: HashMap<String, entity::Model> =
+            Store::key_owners_from(answers.rows(owners_at))?.into_iter().map(|KeyOwner { key_id, entity }| (key_id, entity)).collect();
         let per_call: HashMap<String, entity::Model> = match accounts_at {
             Some(at) => answers.models::<entity::Model>(at..at + 1, "")?.into_iter().map(|a| (a.id.clone(), a)).collect(),
             None => HashMap::new(),
@@ -589,12 +647,25 @@ impl Ledger {
 }
 
 /// The rendered alerts of one account, from revenue rows (which may hold other accounts' too).
-pub fn alerts_from(registry: &Registry, entity_id: &str, rows: &[state_revenue::Model], nexus: &BTreeMap<usize, bool>, today: NaiveDate) -> Vec<Value> {
+pub fn alerts_from(
+    registry: &Registry,
+    entity_id: &str,
+    rows: &[state_revenue::Model],
+    nexus: &BTreeMap<usize, bool>,
+    today: NaiveDate,
+) -> Vec<Value> {
     let from = nexus_alerts::earliest_month(today);
     let revenue: Vec<MonthRevenue> = rows
         .iter()
         .filter(|r| r.entity_id == entity_id && r.month >= from)
-        .filter_map(|r| state_index(&r.state).map(|state| MonthRevenue { state, month: r.month, sales: from_micros(r.sales_micros), transactions: r.tx_count }))
+        .filter_map(|r| {
+            state_index(&r.state).map(|state| MonthRevenue {
+                state,
+                month: r.month,
+                sales: from_micros(r.sales_micros),
+                transactions: r.tx_count,
+            })
+        })
         .collect();
     nexus_alerts::alerts(registry, &revenue, nexus, today).iter().map(nexus_alerts::render).collect()
 }
@@ -616,7 +687,13 @@ fn add_sales(rows: &mut Vec<state_revenue::Model>, sales: &[Sale]) {
                 r.sales_micros += s.micros;
                 r.tx_count += 1;
             }
-            None => rows.push(state_revenue::Model { entity_id: s.entity_id.to_string(), state: s.state.to_string(), month: s.month, sales_micros: s.micros, tx_count: 1 }),
+            None => rows.push(state_revenue::Model {
+                entity_id: s.entity_id.to_string(),
+                state: s.state.to_string(),
+                month: s.month,
+                sales_micros: s.micros,
+                tx_count: 1,
+            }),
         }
     }
 }

@@ -55,7 +55,9 @@ pub enum Refusal {
     /// The account a per-call payment names does not exist.
     UnknownAccount,
     /// The key's burst window is used up.
-    BurstExceeded { limit: i64 },
+    BurstExceeded {
+        limit: i64,
+    },
     /// The account's plan allows no more calls this month; the message says which plan and how many.
     AllowanceUsedUp(String),
     /// The engine cannot answer an entry as sent: `field: problem`, each field prefixed with its entry's place.
@@ -86,7 +88,12 @@ fn next_month_start_ms(now_ms: i64) -> i64 {
 
 /// The hit that counts one billable call (keyed calculate, ingest) in the account's month.
 pub fn monthly_call(entity_id: &str, now_ms: i64) -> CounterHit {
-    CounterHit { name: format!("usage:{entity_id}"), window_start: month_start_ms(now_ms), expires_at: next_month_start_ms(now_ms) + 31 * DAY_MS, n: 1 }
+    CounterHit {
+        name: format!("usage:{entity_id}"),
+        window_start: month_start_ms(now_ms),
+        expires_at: next_month_start_ms(now_ms) + 31 * DAY_MS,
+        n: 1,
+    }
 }
 
 /// The hit that counts one call in its key's 60-second window (kept a minute past its end).
@@ -103,7 +110,9 @@ pub fn allowance(account: &entity::Model, now_ms: i64, calls: i64) -> Result<Opt
         return Ok(None);
     }
     match p.overage {
-        Overage::HardCutoff => Err(format!("Monthly limit reached: the {} plan includes {} calls per month; upgrade to continue", p.name, p.monthly_calls)),
+        Overage::HardCutoff => {
+            Err(format!("Monthly limit reached: the {} plan includes {} calls per month; upgrade to continue", p.name, p.monthly_calls))
+        }
         Overage::Meter(_) => Ok(Some(CounterHit { name: format!("overage:{}", account.id), ..monthly_call(&account.id, now_ms) })),
     }
 }

@@ -14,13 +14,30 @@ pub enum Cond {
     Or(Vec<Cond>),
     Not(Box<Cond>),
     /// `fact in {..}` (negated: `not in`).
-    In { fact: Fact, values: Vec<u16>, negated: bool, span: Span },
+    In {
+        fact: Fact,
+        values: Vec<u16>,
+        negated: bool,
+        span: Span,
+    },
     /// `fact == v` (negated: `!=`).
-    Eq { fact: Fact, value: u16, negated: bool, span: Span },
+    Eq {
+        fact: Fact,
+        value: u16,
+        negated: bool,
+        span: Span,
+    },
     /// `fact is set` (negated: `is not set`).
-    Set { fact: Fact, negated: bool, span: Span },
+    Set {
+        fact: Fact,
+        negated: bool,
+        span: Span,
+    },
     /// A boolean fact on its own.
-    Flag { fact: Fact, span: Span },
+    Flag {
+        fact: Fact,
+        span: Span,
+    },
 }
 
 impl PartialEq for Cond {
@@ -32,9 +49,7 @@ impl PartialEq for Cond {
             (In { fact: f1, values: v1, negated: n1, .. }, In { fact: f2, values: v2, negated: n2, .. }) => {
                 f1 == f2 && v1 == v2 && n1 == n2
             }
-            (Eq { fact: f1, value: v1, negated: n1, .. }, Eq { fact: f2, value: v2, negated: n2, .. }) => {
-                f1 == f2 && v1 == v2 && n1 == n2
-            }
+            (Eq { fact: f1, value: v1, negated: n1, .. }, Eq { fact: f2, value: v2, negated: n2, .. }) => f1 == f2 && v1 == v2 && n1 == n2,
             (Set { fact: f1, negated: n1, .. }, Set { fact: f2, negated: n2, .. }) => f1 == f2 && n1 == n2,
             (Flag { fact: f1, .. }, Flag { fact: f2, .. }) => f1 == f2,
             _ => false,

@@ -26,10 +26,32 @@ pub struct Case {
 }
 
 pub const EXPECT_KEYS: &[&str] = &[
-    "total_tax", "combined_rate", "state_rate", "local_rate", "applied_rate", "taxable_amount", "final_determination", "rule",
-    "sourcing_rule", "jurisdiction", "advisories", "no_advisories", "collected_by_marketplace", "marketplace_remitted_tax",
-    "counts_toward_nexus_threshold", "tax_if_nexus", "special_tax", "threshold_1099", "threshold_exceeded",
-    "confidence_level", "error", "sales_tax", "use_tax", "category", "work_type", "classification_basis",
+    "total_tax",
+    "combined_rate",
+    "state_rate",
+    "local_rate",
+    "applied_rate",
+    "taxable_amount",
+    "final_determination",
+    "rule",
+    "sourcing_rule",
+    "jurisdiction",
+    "advisories",
+    "no_advisories",
+    "collected_by_marketplace",
+    "marketplace_remitted_tax",
+    "counts_toward_nexus_threshold",
+    "tax_if_nexus",
+    "special_tax",
+    "threshold_1099",
+    "threshold_exceeded",
+    "confidence_level",
+    "error",
+    "sales_tax",
+    "use_tax",
+    "category",
+    "work_type",
+    "classification_basis",
 ];
 
 /// YAML node → JSON value: plain scalars become numbers, booleans or null where they read as such.
@@ -43,7 +65,9 @@ pub fn to_json(node: &Node) -> Value {
             t => serde_json::from_str::<serde_json::Number>(t).map(Value::Number).unwrap_or_else(|_| Value::String(t.to_string())),
         },
         NodeKind::Seq(items) => Value::Array(items.iter().map(to_json).collect()),
-        NodeKind::Map(entries) => Value::Object(entries.iter().map(|(k, v)| (k.as_scalar().unwrap_or("").to_string(), to_json(v))).collect()),
+        NodeKind::Map(entries) => {
+            Value::Object(entries.iter().map(|(k, v)| (k.as_scalar().unwrap_or("").to_string(), to_json(v))).collect())
+        }
     }
 }
 
@@ -60,7 +84,9 @@ pub fn load_cases(dir: &Path, sources: &mut SourceMap) -> (Vec<Case>, Diags) {
         let Some(list) = f.req("cases", "a test file", &mut d) else { continue };
         for item in seq(list, "cases", &mut d) {
             let what = "a test case";
-            let Some(c) = Fields::of(item, what, &["name", "as_of", "nexus", "vendor_ytd", "request", "expect", "note"], &mut d) else { continue };
+            let Some(c) = Fields::of(item, what, &["name", "as_of", "nexus", "vendor_ytd", "request", "expect", "note"], &mut d) else {
+                continue;
+            };
             let name = c.req_str("name", what, &mut d);
             let as_of = c.req_date("as_of", what, &mut d);
             let nexus = match c.get("nexus") {

@@ -29,8 +29,12 @@ pub fn dated_ranges(what: &str, ranges: &mut Vec<Range>, coverage_from: Option<N
     if let (Some(first), Some(start)) = (ranges.first(), coverage_from) {
         if first.from > start {
             d.push(
-                Diagnostic::error("R403", Some(first.span), format!("{what} starts on {} but the registry covers dates from {start}", first.from))
-                    .with_help("give the value in force on the coverage date, with its own `from`"),
+                Diagnostic::error(
+                    "R403",
+                    Some(first.span),
+                    format!("{what} starts on {} but the registry covers dates from {start}", first.from),
+                )
+                .with_help("give the value in force on the coverage date, with its own `from`"),
             );
         }
     }
@@ -38,8 +42,12 @@ pub fn dated_ranges(what: &str, ranges: &mut Vec<Range>, coverage_from: Option<N
         let (a, b) = (&pair[0], &pair[1]);
         match a.to {
             None => d.push(
-                Diagnostic::error("R401", Some(b.span), format!("{what}: this range from {} overlaps an open range from {}", b.from, a.from))
-                    .with_help(format!("end the earlier range with `to: {}`", b.from.checked_sub_days(Days::new(1)).unwrap_or(b.from))),
+                Diagnostic::error(
+                    "R401",
+                    Some(b.span),
+                    format!("{what}: this range from {} overlaps an open range from {}", b.from, a.from),
+                )
+                .with_help(format!("end the earlier range with `to: {}`", b.from.checked_sub_days(Days::new(1)).unwrap_or(b.from))),
             ),
             Some(to) if to >= b.from => d.push(Diagnostic::error(
                 "R401",
@@ -50,8 +58,12 @@ pub fn dated_ranges(what: &str, ranges: &mut Vec<Range>, coverage_from: Option<N
                 let next = to.checked_add_days(Days::new(1)).unwrap_or(to);
                 if next < b.from {
                     d.push(
-                        Diagnostic::error("R402", Some(b.span), format!("{what}: nothing is in force from {next} to the day before {}", b.from))
-                            .with_help(format!("start this range on {next}, or end the earlier one on the day before {}", b.from)),
+                        Diagnostic::error(
+                            "R402",
+                            Some(b.span),
+                            format!("{what}: nothing is in force from {next} to the day before {}", b.from),
+                        )
+                        .with_help(format!("start this range on {next}, or end the earlier one on the day before {}", b.from)),
                     );
                 }
             }
@@ -79,7 +91,14 @@ pub fn dated<T>(what: &str, list: &[Dated<T>], coverage_from: NaiveDate, d: &mut
 
 /// Every category (but those outside sales tax) needs default rules covering all dates, and
 /// no conditional rule may sit behind a default that always wins.
-pub fn taxability_coverage(code: &str, rules: &[Rule<TaxOutcome>], outside: &[bool], coverage_from: NaiveDate, file_span: &Span, d: &mut Vec<Diagnostic>) {
+pub fn taxability_coverage(
+    code: &str,
+    rules: &[Rule<TaxOutcome>],
+    outside: &[bool],
+    coverage_from: NaiveDate,
+    file_span: &Span,
+    d: &mut Vec<Diagnostic>,
+) {
     for (ci, cat) in CATEGORIES.iter().enumerate() {
         let applies = |r: &Rule<TaxOutcome>| r.when.as_ref().and_then(Cond::category_test).is_some_and(|cs| cs.contains(&(ci as u16)));
         let defaults: Vec<&Rule<TaxOutcome>> =
@@ -113,8 +132,12 @@ pub fn taxability_coverage(code: &str, rules: &[Rule<TaxOutcome>], outside: &[bo
             });
             if let Some(def) = shadow {
                 d.push(
-                    Diagnostic::error("R506", Some(&r.span), format!("rule `{}` can never fire for `{cat}`: the default rule `{}` comes first", r.id, def.id))
-                        .with_help("move conditional rules above the default rule of their category"),
+                    Diagnostic::error(
+                        "R506",
+                        Some(&r.span),
+                        format!("rule `{}` can never fire for `{cat}`: the default rule `{}` comes first", r.id, def.id),
+                    )
+                    .with_help("move conditional rules above the default rule of their category"),
                 );
             }
         }

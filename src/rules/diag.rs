@@ -119,11 +119,8 @@ impl SourceMap {
             if let Some(text) = self.line(&span.file, span.line) {
                 let _ = writeln!(out, "{pad} |");
                 let _ = writeln!(out, "{} | {}", span.line, text);
-                let lead: String = text
-                    .chars()
-                    .take(span.col.saturating_sub(1) as usize)
-                    .map(|c| if c == '\t' { '\t' } else { ' ' })
-                    .collect();
+                let lead: String =
+                    text.chars().take(span.col.saturating_sub(1) as usize).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
                 let avail = text.chars().count().saturating_sub(span.col.saturating_sub(1) as usize).max(1);
                 let width = (span.len as usize).min(avail).max(1);
                 let _ = writeln!(out, "{pad} | {lead}{}", "^".repeat(width));
@@ -139,9 +136,7 @@ impl SourceMap {
 
 /// A path shown in diagnostics: relative to the current directory when possible.
 pub fn display_path(p: &std::path::Path) -> Arc<str> {
-    let shown: PathBuf = std::env::current_dir()
-        .ok()
-        .and_then(|cwd| p.strip_prefix(&cwd).ok().map(|r| r.to_path_buf()))
-        .unwrap_or_else(|| p.to_path_buf());
+    let shown: PathBuf =
+        std::env::current_dir().ok().and_then(|cwd| p.strip_prefix(&cwd).ok().map(|r| r.to_path_buf())).unwrap_or_else(|| p.to_path_buf());
     Arc::from(shown.to_string_lossy().as_ref())
 }

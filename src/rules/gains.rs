@@ -156,7 +156,10 @@ pub fn load(dir: &Path, coverage_from: NaiveDate, partial: bool, sources: &mut S
         let stem = path.file_stem().map(|s| s.to_string_lossy().to_uppercase()).unwrap_or_default();
         if let Some((idx, list)) = state_file(&node, &stem, coverage_from, d) {
             if let Some(prev) = seen.get(&idx) {
-                d.push(Diagnostic::error("R302", Some(&node.span), format!("the gains treatment of `{}` is defined twice", STATES[idx])).with_help(format!("the first is in {}", prev.file)));
+                d.push(
+                    Diagnostic::error("R302", Some(&node.span), format!("the gains treatment of `{}` is defined twice", STATES[idx]))
+                        .with_help(format!("the first is in {}", prev.file)),
+                );
             } else {
                 seen.insert(idx, node.span.clone());
                 rules.states[idx] = list;
@@ -216,8 +219,12 @@ fn schedule(e: &Fields, what: &str, d: &mut Diags) -> Option<Schedule> {
         if let Some(r) = &rates {
             if list.len() + 1 != r.len() {
                 d.push(
-                    Diagnostic::error("R121", Some(&node.span), format!("`{s}` has {} bounds but `rates` has {} rates", list.len(), r.len()))
-                        .with_help("give one bound fewer than there are rates: the last rate applies above the last bound"),
+                    Diagnostic::error(
+                        "R121",
+                        Some(&node.span),
+                        format!("`{s}` has {} bounds but `rates` has {} rates", list.len(), r.len()),
+                    )
+                    .with_help("give one bound fewer than there are rates: the last rate applies above the last bound"),
                 );
                 ok = false;
             }
@@ -230,52 +237,89 @@ fn schedule(e: &Fields, what: &str, d: &mut Diags) -> Option<Schedule> {
 fn federal(node: &Node, coverage_from: NaiveDate, rules: &mut GainsRules, d: &mut Diags) {
     let what = "federal.yaml";
     let Some(f) = Fields::of(node, what, FEDERAL_KEYS, d) else { return };
-    let with_statuses = |extra: &[&'static str]| -> Vec<&'static str> { FILING_STATUSES.iter().copied().chain(extra.iter().copied()).collect() };
+    let with_statuses =
+        |extra: &[&'static str]| -> Vec<&'static str> { FILING_STATUSES.iter().copied().chain(extra.iter().copied()).collect() };
 
     let keys = with_statuses(&["rates"]);
-    rules.ordinary = dated_list(&f, "ordinary_brackets", what, &keys, &mut |e, d| schedule(e, "an ordinary bracket schedule", d), d).unwrap_or_default();
-    rules.long_term = dated_list(&f, "long_term_breakpoints", what, &keys, &mut |e, d| schedule(e, "a long-term breakpoint schedule", d), d).unwrap_or_default();
+    rules.ordinary =
+        dated_list(&f, "ordinary_brackets", what, &keys, &mut |e, d| schedule(e, "an ordinary bracket schedule", d), d).unwrap_or_default();
+    rules.long_term =
+        dated_list(&f, "long_term_breakpoints", what, &keys, &mut |e, d| schedule(e, "a long-term breakpoint schedule", d), d)
+            .unwrap_or_default();
     let keys = with_statuses(&[]);
-    rules.standard_deduction = dated_list(&f, "standard_deduction", what, &keys, &mut |e, d| per_status(e, "a standard deduction", d, read::money), d).unwrap_or_default();
-    rules.loss_limit = dated_list(&f, "capital_loss_limit", what, &keys, &mut |e, d| per_status(e, "a capital-loss limit", d, read::money), d).unwrap_or_default();
+    rules.standard_deduction =
+        dated_list(&f, "standard_deduction", what, &keys, &mut |e, d| per_status(e, "a standard deduction", d, read::money), d)
+            .unwrap_or_default();
+    rules.loss_limit =
+        dated_list(&f, "capital_loss_limit", what, &keys, &mut |e, d| per_status(e, "a capital-loss limit", d, read::money), d)
+            .unwrap_or_default();
     let keys = with_statuses(&["rate"]);
-    rules.niit = dated_list(&f, "net_investment_income_tax", what, &keys, &mut |e, d| {
-        let rate = e.req("rate", "the net investment income tax", d).and_then(|n| read::percent(n, d));
-        let thresholds = per_status(e, "the net investment income tax", d, read::money);
-        Some(Niit { rate: rate?, thresholds: thresholds? })
-    }, d)
+    rules.niit = dated_list(
+        &f,
+        "net_investment_income_tax",
+        what,
+        &keys,
+        &mut |e, d| {
+            let rate = e.req("rate", "the net investment income tax", d).and_then(|n| read::percent(n, d));
+            let thresholds = per_status(e, "the net investment income tax", d, read::money);
+            Some(Niit { rate: rate?, thresholds: thresholds? })
+        },
+        d,
+    )
     .unwrap_or_default();
-    rules.corporate_rate = dated_list(&f, "corporate_rate", what, &["rate"], &mut |e, d| e.req("rate", "the corporate rate", d).and_then(|n| read::percent(n, d)), d).unwrap_or_default();
-    rules.long_term_months = dated_list(&f, "long_term_holding", what, &["more_than_months"], &mut |e, d| {
-        let n = e.req("more_than_months", "the long-term holding period", d)?;
-        match n.as_scalar().and_then(|t| t.parse::<u32>().ok()).filter(|m| (1..=120).contains(m)) {
-            Some(m) => Some(m),
-            None => {
-                d.push(Diagnostic::error("R107", Some(&n.span), "`more_than_months` must be a whole number of months from 1 to 120"));
-                None
-            }
-        }
-    }, d)
+    rules.corporate_rate = dated_list(
+        &f,
+        "corporate_rate",
+        what,
+        &["rate"],
+        &mut |e, d| e.req("rate", "the corporate rate", d).and_then(|n| read::percent(n, d)),
+        d,
+    )
     .unwrap_or_default();
-    rules.wash_sale = dated_list(&f, "wash_sale", what, &["window_days", "asset_classes"], &mut |e, d| {
-        let n = e.req("window_days", "the wash-sale rule", d)?;
-        let window = n.as_scalar().and_then(|t| t.parse::<i64>().ok()).filter(|w| (0..=366).contains(w));
-        if window.is_none() {
-            d.push(Diagnostic::error("R107", Some(&n.span), "`window_days` must be a whole number of days from 0 to 366"));
-        }
-        let mut classes = vec![];
-        let mut ok = true;
-        if let Some(list) = e.req("asset_classes", "the wash-sale rule", d) {
-            for item in seq(list, "asset_classes", d) {
-                match enum_value(item, &ASSET_CLASSES, "asset class", d) {
-                    Some(i) => classes.push(ASSET_CLASSES[i as usize].to_string()),
-                    None => ok = false,
+    rules.long_term_months = dated_list(
+        &f,
+        "long_term_holding",
+        what,
+        &["more_than_months"],
+        &mut |e, d| {
+            let n = e.req("more_than_months", "the long-term holding period", d)?;
+            match n.as_scalar().and_then(|t| t.parse::<u32>().ok()).filter(|m| (1..=120).contains(m)) {
+                Some(m) => Some(m),
+                None => {
+                    d.push(Diagnostic::error("R107", Some(&n.span), "`more_than_months` must be a whole number of months from 1 to 120"));
+                    None
                 }
             }
-        }
-        let note = e.opt_str("note", d);
-        Some(WashSaleRule { window_days: window?, asset_classes: classes, note }).filter(|_| ok)
-    }, d)
+        },
+        d,
+    )
+    .unwrap_or_default();
+    rules.wash_sale = dated_list(
+        &f,
+        "wash_sale",
+        what,
+        &["window_days", "asset_classes"],
+        &mut |e, d| {
+            let n = e.req("window_days", "the wash-sale rule", d)?;
+            let window = n.as_scalar().and_then(|t| t.parse::<i64>().ok()).filter(|w| (0..=366).contains(w));
+            if window.is_none() {
+                d.push(Diagnostic::error("R107", Some(&n.span), "`window_days` must be a whole number of days from 0 to 366"));
+            }
+            let mut classes = vec![];
+            let mut ok = true;
+            if let Some(list) = e.req("asset_classes", "the wash-sale rule", d) {
+                for item in seq(list, "asset_classes", d) {
+                    match enum_value(item, &ASSET_CLASSES, "asset class", d) {
+                        Some(i) => classes.push(ASSET_CLASSES[i as usize].to_string()),
+                        None => ok = false,
+                    }
+                }
+            }
+            let note = e.opt_str("note", d);
+            Some(WashSaleRule { window_days: window?, asset_classes: classes, note }).filter(|_| ok)
+        },
+        d,
+    )
     .unwrap_or_default();
 
     // Per-year figures end with the last year published; statutory ones stay open.
@@ -297,15 +341,30 @@ fn closed_years<T>(what: &str, list: &[Dated<T>], coverage_from: NaiveDate, d: &
     }
     check::dated_ranges(what, &mut ranges, Some(coverage_from), false, d);
     for x in list {
-        let whole_year = (x.from.month(), x.from.day()) == (1, 1) && x.to.is_some_and(|t| (t.year(), t.month(), t.day()) == (x.from.year(), 12, 31));
+        let whole_year =
+            (x.from.month(), x.from.day()) == (1, 1) && x.to.is_some_and(|t| (t.year(), t.month(), t.day()) == (x.from.year(), 12, 31));
         if !whole_year {
-            d.push(Diagnostic::error("R405", Some(&x.span), format!("{what}: each entry covers one tax year, from January 1 to December 31 of that year")));
+            d.push(Diagnostic::error(
+                "R405",
+                Some(&x.span),
+                format!("{what}: each entry covers one tax year, from January 1 to December 31 of that year"),
+            ));
         }
     }
 }
 
 /// The keys of a treatment entry that describe a tax (all meaningless where the kind is none).
-const RATE_KEYS: &[&str] = &["structure", "rate", "short_term_rate", "long_term_rate", "long_term_exclusion", "long_term_cap", "gain_deduction", "short_term_taxed", "surtaxes"];
+const RATE_KEYS: &[&str] = &[
+    "structure",
+    "rate",
+    "short_term_rate",
+    "long_term_rate",
+    "long_term_exclusion",
+    "long_term_cap",
+    "gain_deduction",
+    "short_term_taxed",
+    "surtaxes",
+];
 
 fn state_file(node: &Node, stem: &str, coverage_from: NaiveDate, d: &mut Diags) -> Option<(usize, Vec<Dated<StateGains>>)> {
     let what = "a state gains file";
@@ -313,11 +372,18 @@ fn state_file(node: &Node, stem: &str, coverage_from: NaiveDate, d: &mut Diags) 
     let code_node = f.req("state", what, d)?;
     let code_text = code_node.as_scalar().unwrap_or("");
     let Some(idx) = state_index(code_text) else {
-        d.push(Diagnostic::error("R303", Some(&code_node.span), format!("`{code_text}` is not one of the 51 jurisdictions")).suggest(code_text, STATES.iter().copied()));
+        d.push(
+            Diagnostic::error("R303", Some(&code_node.span), format!("`{code_text}` is not one of the 51 jurisdictions"))
+                .suggest(code_text, STATES.iter().copied()),
+        );
         return None;
     };
     if stem != STATES[idx] {
-        d.push(Diagnostic::error("R304", Some(&code_node.span), format!("the file for `{}` must be named {}.yaml", STATES[idx], STATES[idx].to_lowercase())));
+        d.push(Diagnostic::error(
+            "R304",
+            Some(&code_node.span),
+            format!("the file for `{}` must be named {}.yaml", STATES[idx], STATES[idx].to_lowercase()),
+        ));
     }
     let mut keys = vec!["kind"];
     keys.extend_from_slice(RATE_KEYS);
@@ -337,7 +403,10 @@ fn state_entry(e: &Fields, d: &mut Diags) -> Option<StateGains> {
     if kind == StateKind::None {
         for k in RATE_KEYS {
             if let Some(n) = e.get(k) {
-                d.push(Diagnostic::error("R122", Some(&n.span), format!("`{k}` means nothing where the kind is none")).with_help("a state without a tax on gains has no rates; remove the key"));
+                d.push(
+                    Diagnostic::error("R122", Some(&n.span), format!("`{k}` means nothing where the kind is none"))
+                        .with_help("a state without a tax on gains has no rates; remove the key"),
+                );
                 return None;
             }
         }

@@ -40,7 +40,9 @@ pub fn read_yaml(path: &Path, sources: &mut SourceMap, d: &mut Diags) -> Option<
 
 pub(crate) fn yaml_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml")).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml")).collect()
+        })
         .unwrap_or_default();
     files.sort();
     files
@@ -64,14 +66,19 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
     let mut check_codes = |list: &[(String, Span)], d: &mut Diags| -> Vec<String> {
         for (code, span) in list {
             if !codes.contains(code.as_str()) {
-                d.push(Diagnostic::error("R503", Some(span), format!("unknown advisory code `{code}`")).suggest(code, codes.iter().copied()).with_help_if_none("define it in rules/advisories.yaml"));
+                d.push(
+                    Diagnostic::error("R503", Some(span), format!("unknown advisory code `{code}`"))
+                        .suggest(code, codes.iter().copied())
+                        .with_help_if_none("define it in rules/advisories.yaml"),
+                );
             }
         }
         list.iter().map(|(c, _)| c.clone()).collect()
     };
     let classification = read_yaml(&dir.join("classification.yaml"), &mut sources, &mut d)
         .and_then(|n| classification(&n, &mut ids, &mut check_codes, &mut d));
-    let outside: Vec<bool> = classification.as_ref().map(|c| c.categories.iter().map(|x| x.outside_sales_tax).collect()).unwrap_or_default();
+    let outside: Vec<bool> =
+        classification.as_ref().map(|c| c.categories.iter().map(|x| x.outside_sales_tax).collect()).unwrap_or_default();
 
     let mut jurisdictions: Vec<Option<JurisdictionParts>> = (0..STATES.len()).map(|_| None).collect();
     let mut first_file: HashMap<usize, Span> = HashMap::new();
@@ -81,7 +88,10 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
         if let Some(j) = jurisdiction(&node, &stem, coverage_from, &outside, &mut ids, &mut check_codes, &mut d) {
             let idx = state_index(j.code).unwrap_or(0);
             if let Some(prev) = first_file.get(&idx) {
-                d.push(Diagnostic::error("R302", Some(&node.span), format!("jurisdiction `{}` is defined twice", j.code)).with_help(format!("the first is in {}", prev.file)));
+                d.push(
+                    Diagnostic::error("R302", Some(&node.span), format!("jurisdiction `{}` is defined twice", j.code))
+                        .with_help(format!("the first is in {}", prev.file)),
+                );
             } else {
                 first_file.insert(idx, node.span.clone());
                 jurisdictions[idx] = Some(j);
@@ -127,21 +137,19 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
 
     let errors = d.iter().any(|x| x.severity == super::diag::Severity::Error);
     let registry = match (errors, head, classification) {
-        (false, Some((version, engine_version, coverage_from, changelog)), Some(classification)) => {
-            Some(compile(Parts {
-                version,
-                engine_version,
-                coverage_from,
-                changelog,
-                classification,
-                advisories,
-                jurisdictions,
-                zips,
-                special_taxes,
-                information_returns,
-                gains,
-            }))
-        }
+        (false, Some((version, engine_version, coverage_from, changelog)), Some(classification)) => Some(compile(Parts {
+            version,
+            engine_version,
+            coverage_from,
+            changelog,
+            classification,
+            advisories,
+            jurisdictions,
+            zips,
+            special_taxes,
+            information_returns,
+            gains,
+        })),
         _ => None,
     };
     (registry, d, sources)
@@ -171,7 +179,11 @@ trait HelpIfNone {
 }
 impl HelpIfNone for Diagnostic {
     fn with_help_if_none(self, help: &str) -> Self {
-        if self.help.is_some() { self } else { self.with_help(help) }
+        if self.help.is_some() {
+            self
+        } else {
+            self.with_help(help)
+        }
     }
 }
 
@@ -191,7 +203,11 @@ fn registry_head(node: &Node, d: &mut Diags) -> Option<Head> {
     if let Some(list) = f.req("changelog", "registry.yaml", d) {
         for item in seq(list, "changelog", d) {
             let Some(e) = Fields::of(item, "a changelog entry", &["date", "version", "summary", "rules"], d) else { continue };
-            let (date, version, summary) = (e.req_date("date", "a changelog entry", d), e.req_str("version", "a changelog entry", d), e.req_str("summary", "a changelog entry", d));
+            let (date, version, summary) = (
+                e.req_date("date", "a changelog entry", d),
+                e.req_str("version", "a changelog entry", d),
+                e.req_str("summary", "a changelog entry", d),
+            );
             let rules = e.str_list("rules", d).into_iter().map(|(s, _)| s).collect();
             if let (Some(date), Some(version), Some(summary)) = (date, version, summary) {
                 changelog.push(ChangeEntry { date, version, summary, rules });
@@ -242,7 +258,11 @@ pub(crate) fn enum_value(node: &Node, kind: &'static [&'static str], what: &str,
     match kind.iter().position(|k| *k == text) {
         Some(i) => Some(i as u16),
         None => {
-            d.push(Diagnostic::error("R205", Some(&node.span), format!("`{text}` is not a {what}")).suggest(text, kind.iter().copied()).with_help_if_none(&format!("{what}s: {}", kind.join(", "))));
+            d.push(
+                Diagnostic::error("R205", Some(&node.span), format!("`{text}` is not a {what}"))
+                    .suggest(text, kind.iter().copied())
+                    .with_help_if_none(&format!("{what}s: {}", kind.join(", "))),
+            );
             None
         }
     }
@@ -325,13 +345,20 @@ fn classification(node: &Node, ids: &mut HashMap<String, Span>, codes: &mut Code
     }
     for def in FACTS.iter().filter(|x| x.derived) {
         if !derived.iter().any(|(f, _)| f.name() == def.name) {
-            d.push(Diagnostic::error("R114", Some(&node.span), format!("derived fact `{}` has no definition in `derived_facts`", def.name)));
+            d.push(Diagnostic::error(
+                "R114",
+                Some(&node.span),
+                format!("derived fact `{}` has no definition in `derived_facts`", def.name),
+            ));
         }
     }
     let mut reclassify = vec![];
     if let Some(list) = f.get("reclassify") {
         for item in seq(list, "reclassify", d) {
-            let Some(r) = Fields::of(item, "a reclassification", &["id", "when", "category", "advisories", "cite", "url", "note"], d) else { continue };
+            let Some(r) = Fields::of(item, "a reclassification", &["id", "when", "category", "advisories", "cite", "url", "note"], d)
+            else {
+                continue;
+            };
             let id = r.req_str("id", "a reclassification", d);
             if let Some(id) = &id {
                 register_id(id, &item.span, ids, d);
@@ -350,7 +377,14 @@ fn classification(node: &Node, ids: &mut HashMap<String, Span>, codes: &mut Code
 
 const RULE_KEYS: &[&str] = &["id", "when", "then", "alternatives", "from", "to", "cite", "url", "note", "advisories"];
 
-fn rule<O>(node: &Node, what: &str, outcome: fn(&parse::ExprSource) -> Result<O, Diags>, ids: &mut HashMap<String, Span>, codes: &mut CodeCheck, d: &mut Diags) -> Option<Rule<O>> {
+fn rule<O>(
+    node: &Node,
+    what: &str,
+    outcome: fn(&parse::ExprSource) -> Result<O, Diags>,
+    ids: &mut HashMap<String, Span>,
+    codes: &mut CodeCheck,
+    d: &mut Diags,
+) -> Option<Rule<O>> {
     let f = Fields::of(node, what, RULE_KEYS, d)?;
     let id = f.req_str("id", what, d);
     if let Some(id) = &id {
@@ -363,7 +397,10 @@ fn rule<O>(node: &Node, what: &str, outcome: fn(&parse::ExprSource) -> Result<O,
             let mut out = vec![];
             let mut ok = true;
             for a in seq(alts, "alternatives", d) {
-                let Some(af) = Fields::of(a, "an alternative reading", &["then", "cite", "url", "note"], d) else { ok = false; continue };
+                let Some(af) = Fields::of(a, "an alternative reading", &["then", "cite", "url", "note"], d) else {
+                    ok = false;
+                    continue;
+                };
                 let o = af.req("then", "an alternative reading", d).and_then(|t| expr(t, d, outcome));
                 let c = af.citation("an alternative reading", d);
                 match (o, c) {
@@ -397,14 +434,24 @@ fn rule<O>(node: &Node, what: &str, outcome: fn(&parse::ExprSource) -> Result<O,
     Some(Rule { id: id?, when: when?, body: body?, from: from?, to: to?, citation: citation?, note, advisories, span: node.span.clone() })
 }
 
-pub(crate) fn dated_list<T>(f: &Fields, key: &str, what: &str, extra: &[&str], value: &mut dyn FnMut(&Fields, &mut Diags) -> Option<T>, d: &mut Diags) -> Option<Vec<Dated<T>>> {
+pub(crate) fn dated_list<T>(
+    f: &Fields,
+    key: &str,
+    what: &str,
+    extra: &[&str],
+    value: &mut dyn FnMut(&Fields, &mut Diags) -> Option<T>,
+    d: &mut Diags,
+) -> Option<Vec<Dated<T>>> {
     let list = f.req(key, what, d)?;
     let mut out = vec![];
     let mut ok = true;
     let mut keys = vec!["from", "to", "cite", "url", "note"];
     keys.extend_from_slice(extra);
     for item in seq(list, key, d) {
-        let Some(e) = Fields::of(item, &format!("an entry of `{key}`"), &keys, d) else { ok = false; continue };
+        let Some(e) = Fields::of(item, &format!("an entry of `{key}`"), &keys, d) else {
+            ok = false;
+            continue;
+        };
         let from = e.req_date("from", &format!("an entry of `{key}`"), d);
         let to = e.opt_date("to", d);
         let v = value(&e, d);
@@ -421,79 +468,137 @@ pub(crate) fn dated_list<T>(f: &Fields, key: &str, what: &str, extra: &[&str], v
     ok.then_some(out)
 }
 
-fn jurisdiction(node: &Node, stem: &str, coverage_from: NaiveDate, outside: &[bool], ids: &mut HashMap<String, Span>, codes: &mut CodeCheck, d: &mut Diags) -> Option<JurisdictionParts> {
+fn jurisdiction(
+    node: &Node,
+    stem: &str,
+    coverage_from: NaiveDate,
+    outside: &[bool],
+    ids: &mut HashMap<String, Span>,
+    codes: &mut CodeCheck,
+    d: &mut Diags,
+) -> Option<JurisdictionParts> {
     let what = "a state file";
-    let f = Fields::of(node, what, &["jurisdiction", "name", "state_rate", "local_taxes", "sourcing", "economic_nexus", "marketplace_facilitator", "taxability"], d)?;
+    let f = Fields::of(
+        node,
+        what,
+        &["jurisdiction", "name", "state_rate", "local_taxes", "sourcing", "economic_nexus", "marketplace_facilitator", "taxability"],
+        d,
+    )?;
     let code_node = f.req("jurisdiction", what, d)?;
     let code_text = code_node.as_scalar().unwrap_or("");
     let Some(idx) = state_index(code_text) else {
-        d.push(Diagnostic::error("R303", Some(&code_node.span), format!("`{code_text}` is not one of the 51 jurisdictions")).suggest(code_text, STATES.iter().copied()));
+        d.push(
+            Diagnostic::error("R303", Some(&code_node.span), format!("`{code_text}` is not one of the 51 jurisdictions"))
+                .suggest(code_text, STATES.iter().copied()),
+        );
         return None;
     };
     let code = STATES[idx];
     if stem != code {
-        d.push(Diagnostic::error("R304", Some(&code_node.span), format!("the file for `{code}` must be named {}.yaml", code.to_lowercase())));
+        d.push(Diagnostic::error(
+            "R304",
+            Some(&code_node.span),
+            format!("the file for `{code}` must be named {}.yaml", code.to_lowercase()),
+        ));
     }
     let name = f.req_str("name", what, d);
-    let state_rate = dated_list(&f, "state_rate", what, &["rate"], &mut |e, d| e.req("rate", "a state rate", d).and_then(|n| read::percent(n, d)), d);
-    let local_taxes = dated_list(&f, "local_taxes", what, &["value"], &mut |e, d| e.req("value", "a local-tax entry", d).and_then(|n| read::boolean(n, d)), d);
-    let economic_nexus = dated_list(&f, "economic_nexus", what, &["sales", "transactions", "sales_measure", "period", "prongs"], &mut |e, d| {
-        let sales = match e.get("sales") { Some(n) => Some(read::money(n, d)?), None => None };
-        let transactions = match e.get("transactions") {
-            Some(n) => match n.as_scalar().and_then(|t| t.parse::<u32>().ok()) {
-                Some(t) => Some(t),
+    let state_rate =
+        dated_list(&f, "state_rate", what, &["rate"], &mut |e, d| e.req("rate", "a state rate", d).and_then(|n| read::percent(n, d)), d);
+    let local_taxes = dated_list(
+        &f,
+        "local_taxes",
+        what,
+        &["value"],
+        &mut |e, d| e.req("value", "a local-tax entry", d).and_then(|n| read::boolean(n, d)),
+        d,
+    );
+    let economic_nexus = dated_list(
+        &f,
+        "economic_nexus",
+        what,
+        &["sales", "transactions", "sales_measure", "period", "prongs"],
+        &mut |e, d| {
+            let sales = match e.get("sales") {
+                Some(n) => Some(read::money(n, d)?),
+                None => None,
+            };
+            let transactions = match e.get("transactions") {
+                Some(n) => match n.as_scalar().and_then(|t| t.parse::<u32>().ok()) {
+                    Some(t) => Some(t),
+                    None => {
+                        d.push(Diagnostic::error("R107", Some(&n.span), "`transactions` must be a whole number or null"));
+                        return None;
+                    }
+                },
+                None => None,
+            };
+            let (measure, period) = if sales.is_some() || transactions.is_some() {
+                let m =
+                    e.req("sales_measure", "an economic-nexus entry", d).and_then(|n| enum_value(n, SALES_MEASURES, "sales measure", d));
+                let p = e.req("period", "an economic-nexus entry", d).and_then(|n| enum_value(n, NEXUS_PERIODS, "measurement period", d));
+                (SALES_MEASURES[m? as usize].to_string(), NEXUS_PERIODS[p? as usize].to_string())
+            } else {
+                (String::new(), String::new())
+            };
+            let both = match e.get("prongs").and_then(|n| n.as_scalar().map(|t| (t, n))) {
+                None => false,
+                Some(("any", _)) => false,
+                Some(("all", _)) => true,
+                Some((t, n)) => {
+                    d.push(
+                        Diagnostic::error("R205", Some(&n.span), format!("`{t}` is not `any` or `all`"))
+                            .with_help("`prongs: all` when a seller must meet both the sales and the transaction test"),
+                    );
+                    return None;
+                }
+            };
+            Some(NexusThreshold { sales, transactions, sales_measure: measure, period, both_prongs_required: both })
+        },
+        d,
+    );
+    let marketplace = dated_list(
+        &f,
+        "marketplace_facilitator",
+        what,
+        &["law", "facilitated_sales_count"],
+        &mut |e, d| {
+            let law = e.req("law", "a marketplace entry", d).and_then(|n| read::boolean(n, d))?;
+            let count = match e.get("facilitated_sales_count") {
+                None if !law => FacilitatedCount::Counts,
                 None => {
-                    d.push(Diagnostic::error("R107", Some(&n.span), "`transactions` must be a whole number or null"));
+                    d.push(Diagnostic::error(
+                        "R102",
+                        Some(&e.node.span),
+                        "a marketplace entry with `law: true` is missing `facilitated_sales_count`",
+                    ));
                     return None;
                 }
-            },
-            None => None,
-        };
-        let (measure, period) = if sales.is_some() || transactions.is_some() {
-            let m = e.req("sales_measure", "an economic-nexus entry", d).and_then(|n| enum_value(n, SALES_MEASURES, "sales measure", d));
-            let p = e.req("period", "an economic-nexus entry", d).and_then(|n| enum_value(n, NEXUS_PERIODS, "measurement period", d));
-            (SALES_MEASURES[m? as usize].to_string(), NEXUS_PERIODS[p? as usize].to_string())
-        } else {
-            (String::new(), String::new())
-        };
-        let both = match e.get("prongs").and_then(|n| n.as_scalar().map(|t| (t, n))) {
-            None => false,
-            Some(("any", _)) => false,
-            Some(("all", _)) => true,
-            Some((t, n)) => {
-                d.push(Diagnostic::error("R205", Some(&n.span), format!("`{t}` is not `any` or `all`")).with_help("`prongs: all` when a seller must meet both the sales and the transaction test"));
-                return None;
-            }
-        };
-        Some(NexusThreshold { sales, transactions, sales_measure: measure, period, both_prongs_required: both })
-    }, d);
-    let marketplace = dated_list(&f, "marketplace_facilitator", what, &["law", "facilitated_sales_count"], &mut |e, d| {
-        let law = e.req("law", "a marketplace entry", d).and_then(|n| read::boolean(n, d))?;
-        let count = match e.get("facilitated_sales_count") {
-            None if !law => FacilitatedCount::Counts,
-            None => {
-                d.push(Diagnostic::error("R102", Some(&e.node.span), "a marketplace entry with `law: true` is missing `facilitated_sales_count`"));
-                return None;
-            }
-            Some(n) => match n.as_scalar() {
-                Some("true") => FacilitatedCount::Counts,
-                Some("false") => FacilitatedCount::Excluded,
-                Some("conditional") => FacilitatedCount::Conditional,
-                other => {
-                    d.push(Diagnostic::error("R205", Some(&n.span), format!("`{}` is not true, false or conditional", other.unwrap_or("?"))));
-                    return None;
-                }
-            },
-        };
-        Some(Marketplace { law, facilitated_sales_count: count })
-    }, d);
+                Some(n) => match n.as_scalar() {
+                    Some("true") => FacilitatedCount::Counts,
+                    Some("false") => FacilitatedCount::Excluded,
+                    Some("conditional") => FacilitatedCount::Conditional,
+                    other => {
+                        d.push(Diagnostic::error(
+                            "R205",
+                            Some(&n.span),
+                            format!("`{}` is not true, false or conditional", other.unwrap_or("?")),
+                        ));
+                        return None;
+                    }
+                },
+            };
+            Some(Marketplace { law, facilitated_sales_count: count })
+        },
+        d,
+    );
 
     let mut sourcing: Vec<Rule<Sourcing>> = vec![];
     if let Some(list) = f.req("sourcing", what, d) {
         for item in seq(list, "sourcing", d) {
             sourcing.extend(rule(item, "a sourcing rule", parse::sourcing, ids, codes, d));
         }
-        let mut ranges: Vec<check::Range> = sourcing.iter().filter(|r| r.when.is_none()).map(|r| check::Range { from: r.from, to: r.to, span: &r.span }).collect();
+        let mut ranges: Vec<check::Range> =
+            sourcing.iter().filter(|r| r.when.is_none()).map(|r| check::Range { from: r.from, to: r.to, span: &r.span }).collect();
         if ranges.is_empty() {
             d.push(Diagnostic::error("R510", Some(&list.span), format!("{code} needs a sourcing rule without `when` as the default")));
         } else {
@@ -507,17 +612,29 @@ fn jurisdiction(node: &Node, stem: &str, coverage_from: NaiveDate, outside: &[bo
             match r.when.as_ref().and_then(Cond::category_test) {
                 Some(_) => taxability.push(r),
                 None => d.push(
-                    Diagnostic::error("R504", Some(&item.span), format!("taxability rule `{}` does not say which categories it rates", r.id))
-                        .with_help("begin its condition with `category == x and …` or `category in {x, y} and …`"),
+                    Diagnostic::error(
+                        "R504",
+                        Some(&item.span),
+                        format!("taxability rule `{}` does not say which categories it rates", r.id),
+                    )
+                    .with_help("begin its condition with `category == x and …` or `category in {x, y} and …`"),
                 ),
             }
         }
         check::taxability_coverage(code, &taxability, outside, coverage_from, &list.span, d);
     }
-    if let Some(l) = &state_rate { check::dated(&format!("{code} state_rate"), l, coverage_from, d) }
-    if let Some(l) = &local_taxes { check::dated(&format!("{code} local_taxes"), l, coverage_from, d) }
-    if let Some(l) = &economic_nexus { check::dated(&format!("{code} economic_nexus"), l, coverage_from, d) }
-    if let Some(l) = &marketplace { check::dated(&format!("{code} marketplace_facilitator"), l, coverage_from, d) }
+    if let Some(l) = &state_rate {
+        check::dated(&format!("{code} state_rate"), l, coverage_from, d)
+    }
+    if let Some(l) = &local_taxes {
+        check::dated(&format!("{code} local_taxes"), l, coverage_from, d)
+    }
+    if let Some(l) = &economic_nexus {
+        check::dated(&format!("{code} economic_nexus"), l, coverage_from, d)
+    }
+    if let Some(l) = &marketplace {
+        check::dated(&format!("{code} marketplace_facilitator"), l, coverage_from, d)
+    }
 
     Some(JurisdictionParts {
         code,
@@ -538,12 +655,19 @@ fn local(node: &Node, path: &Path, zips: &mut Vec<ZipArea>, listed: &mut HashMap
     let Some(code_node) = f.req("jurisdiction", what, d) else { return };
     let code_text = code_node.as_scalar().unwrap_or("");
     let Some(state) = state_index(code_text) else {
-        d.push(Diagnostic::error("R303", Some(&code_node.span), format!("`{code_text}` is not one of the 51 jurisdictions")).suggest(code_text, STATES.iter().copied()));
+        d.push(
+            Diagnostic::error("R303", Some(&code_node.span), format!("`{code_text}` is not one of the 51 jurisdictions"))
+                .suggest(code_text, STATES.iter().copied()),
+        );
         return;
     };
     let stem = path.file_stem().map(|s| s.to_string_lossy().to_uppercase()).unwrap_or_default();
     if stem != STATES[state] {
-        d.push(Diagnostic::error("R304", Some(&code_node.span), format!("local rates for `{}` must be in local/{}.yaml", STATES[state], STATES[state].to_lowercase())));
+        d.push(Diagnostic::error(
+            "R304",
+            Some(&code_node.span),
+            format!("local rates for `{}` must be in local/{}.yaml", STATES[state], STATES[state].to_lowercase()),
+        ));
     }
     let Some(map) = f.req("zips", what, d) else { return };
     let Some(m) = Fields::of(map, "zips", &[], &mut vec![]) else {
@@ -553,7 +677,10 @@ fn local(node: &Node, path: &Path, zips: &mut Vec<ZipArea>, listed: &mut HashMap
     for (k, v) in m.entries() {
         let zip = k.as_scalar().unwrap_or("").to_string();
         if zip.len() != 5 || !zip.chars().all(|c| c.is_ascii_digit()) {
-            d.push(Diagnostic::error("R601", Some(&k.span), format!("`{zip}` is not a 5-digit zip code")).with_help("quote zip codes: \"02108\""));
+            d.push(
+                Diagnostic::error("R601", Some(&k.span), format!("`{zip}` is not a 5-digit zip code"))
+                    .with_help("quote zip codes: \"02108\""),
+            );
             continue;
         }
         let Some(z) = Fields::of(v, "a zip entry", &["locality", "layers"], d) else { continue };
@@ -561,15 +688,22 @@ fn local(node: &Node, path: &Path, zips: &mut Vec<ZipArea>, listed: &mut HashMap
         let mut layers = vec![];
         if let Some(list) = z.req("layers", "a zip entry", d) {
             for item in seq(list, "layers", d) {
-                let Some(l) = Fields::of(item, "a local rate layer", &["level", "name", "rate", "from", "to", "cite", "url", "note"], d) else { continue };
+                let Some(l) = Fields::of(item, "a local rate layer", &["level", "name", "rate", "from", "to", "cite", "url", "note"], d)
+                else {
+                    continue;
+                };
                 let level = l.req("level", "a local rate layer", d).and_then(|n| enum_value(n, LOCAL_LEVELS, "local level", d));
                 let name = l.req_str("name", "a local rate layer", d);
                 let rate = l.req("rate", "a local rate layer", d).and_then(|n| read::percent(n, d));
                 let from = l.req_date("from", "a local rate layer", d);
                 let to = l.opt_date("to", d);
                 let citation = l.citation("a local rate layer", d);
-                if let (Some(level), Some(name), Some(rate), Some(from), Some(to), Some(citation)) = (level, name, rate, from, to, citation) {
-                    layers.push((LocalLayer { level: LOCAL_LEVELS[level as usize].to_string(), name, rate, from, to, citation }, item.span.clone()));
+                if let (Some(level), Some(name), Some(rate), Some(from), Some(to), Some(citation)) = (level, name, rate, from, to, citation)
+                {
+                    layers.push((
+                        LocalLayer { level: LOCAL_LEVELS[level as usize].to_string(), name, rate, from, to, citation },
+                        item.span.clone(),
+                    ));
                 }
             }
         }
@@ -577,7 +711,8 @@ fn local(node: &Node, path: &Path, zips: &mut Vec<ZipArea>, listed: &mut HashMap
         names.sort_unstable();
         names.dedup();
         for n in names {
-            let mut ranges: Vec<check::Range> = layers.iter().filter(|(l, _)| l.name == n).map(|(l, s)| check::Range { from: l.from, to: l.to, span: s }).collect();
+            let mut ranges: Vec<check::Range> =
+                layers.iter().filter(|(l, _)| l.name == n).map(|(l, s)| check::Range { from: l.from, to: l.to, span: s }).collect();
             check::dated_ranges(&format!("zip {zip} layer `{n}`"), &mut ranges, None, false, d);
         }
         if let Some(prev) = listed.get(&zip) {
@@ -595,29 +730,54 @@ fn special(node: &Node, coverage_from: NaiveDate, ids: &mut HashMap<String, Span
     let mut out = vec![];
     for item in seq(list, "special_taxes", d) {
         let what = "a special tax";
-        let Some(s) = Fields::of(item, what, &["id", "name", "state", "zips", "when", "requires_seller_nexus", "rates", "cite", "url", "note"], d) else { continue };
+        let Some(s) =
+            Fields::of(item, what, &["id", "name", "state", "zips", "when", "requires_seller_nexus", "rates", "cite", "url", "note"], d)
+        else {
+            continue;
+        };
         let id = s.req_str("id", what, d);
         if let Some(id) = &id {
             register_id(id, &item.span, ids, d);
         }
         let name = s.req_str("name", what, d);
         let state = s.req("state", what, d).and_then(|n| enum_value(n, &STATES, "state", d));
-        let zips: Vec<String> = s.str_list("zips", d).into_iter().filter_map(|(z, span)| {
-            if z.len() == 5 && z.chars().all(|c| c.is_ascii_digit()) { Some(z) } else {
-                d.push(Diagnostic::error("R601", Some(&span), format!("`{z}` is not a 5-digit zip code")));
-                None
-            }
-        }).collect();
+        let zips: Vec<String> = s
+            .str_list("zips", d)
+            .into_iter()
+            .filter_map(|(z, span)| {
+                if z.len() == 5 && z.chars().all(|c| c.is_ascii_digit()) {
+                    Some(z)
+                } else {
+                    d.push(Diagnostic::error("R601", Some(&span), format!("`{z}` is not a 5-digit zip code")));
+                    None
+                }
+            })
+            .collect();
         let when = s.condition(d);
         let requires = s.req("requires_seller_nexus", what, d).and_then(|n| read::boolean(n, d));
-        let rates = dated_list(&s, "rates", what, &["rate"], &mut |e, d| e.req("rate", "a special-tax rate", d).and_then(|n| read::percent(n, d)), d);
+        let rates = dated_list(
+            &s,
+            "rates",
+            what,
+            &["rate"],
+            &mut |e, d| e.req("rate", "a special-tax rate", d).and_then(|n| read::percent(n, d)),
+            d,
+        );
         if let Some(r) = &rates {
             let mut ranges: Vec<check::Range> = r.iter().map(|x| check::Range { from: x.from, to: x.to, span: &x.span }).collect();
-            check::dated_ranges(&format!("special tax `{}` rates", id.as_deref().unwrap_or("?")), &mut ranges, Some(coverage_from), false, d);
+            check::dated_ranges(
+                &format!("special tax `{}` rates", id.as_deref().unwrap_or("?")),
+                &mut ranges,
+                Some(coverage_from),
+                false,
+                d,
+            );
         }
         let citation = s.citation(what, d);
         let note = s.opt_str("note", d);
-        if let (Some(id), Some(name), Some(state), Some(when), Some(requires_seller_nexus), Some(rates), Some(citation)) = (id, name, state, when, requires, rates, citation) {
+        if let (Some(id), Some(name), Some(state), Some(when), Some(requires_seller_nexus), Some(rates), Some(citation)) =
+            (id, name, state, when, requires, rates, citation)
+        {
             out.push(SpecialTax { id, name, state: state as usize, zips, when, requires_seller_nexus, rates, citation, note });
         }
     }
@@ -626,11 +786,18 @@ fn special(node: &Node, coverage_from: NaiveDate, ids: &mut HashMap<String, Span
 
 fn information_returns(node: &Node, coverage_from: NaiveDate, d: &mut Diags) -> Vec<Dated<InformationReturnThreshold>> {
     let Some(f) = Fields::of(node, "information_returns.yaml", &["form_1099_threshold"], d) else { return vec![] };
-    let list = dated_list(&f, "form_1099_threshold", "information_returns.yaml", &["threshold", "form"], &mut |e, d| {
-        let threshold = e.req("threshold", "a 1099 threshold", d).and_then(|n| read::money(n, d));
-        let form = e.req_str("form", "a 1099 threshold", d);
-        Some(InformationReturnThreshold { threshold: threshold?, form: form? })
-    }, d)
+    let list = dated_list(
+        &f,
+        "form_1099_threshold",
+        "information_returns.yaml",
+        &["threshold", "form"],
+        &mut |e, d| {
+            let threshold = e.req("threshold", "a 1099 threshold", d).and_then(|n| read::money(n, d));
+            let form = e.req_str("form", "a 1099 threshold", d);
+            Some(InformationReturnThreshold { threshold: threshold?, form: form? })
+        },
+        d,
+    )
     .unwrap_or_default();
     check::dated("the 1099 threshold", &list, coverage_from, d);
     list

@@ -9,18 +9,18 @@
 //! every diagnostic found.
 
 pub mod ast;
-pub mod diag;
-pub mod parse;
-pub mod schema;
-pub mod yaml;
 pub mod cases;
 pub mod check;
 pub mod compile;
+pub mod diag;
+pub mod embedded;
+pub mod gains;
 pub mod load;
+pub mod parse;
 pub mod read;
 pub mod registry;
-pub mod gains;
-pub mod embedded;
+pub mod schema;
+pub mod yaml;
 
 pub use load::load_dir;
 pub use registry::Registry;

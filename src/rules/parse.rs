@@ -45,12 +45,16 @@ impl ExprSource<'_> {
             pest::error::ErrorVariant::CustomError { message } => message.clone(),
         };
         let found = self.text.get(pos..).and_then(|rest| rest.split_whitespace().next()).unwrap_or("end of text");
-        Diagnostic::error("R201", Some(&self.at(pos, found.chars().count().max(1))), format!("cannot read this {what}: expected {expected}, found `{found}`"))
-            .with_help(match what {
-                "condition" => "a condition looks like `category in {saas, data_processing} and is_b2b`",
-                "taxability outcome" => "an outcome looks like `taxable`, `taxable at 3%`, `taxable on 80% of base` or `exempt \"reason\"`",
-                _ => "a sourcing outcome is `origin` or `destination`",
-            })
+        Diagnostic::error(
+            "R201",
+            Some(&self.at(pos, found.chars().count().max(1))),
+            format!("cannot read this {what}: expected {expected}, found `{found}`"),
+        )
+        .with_help(match what {
+            "condition" => "a condition looks like `category in {saas, data_processing} and is_b2b`",
+            "taxability outcome" => "an outcome looks like `taxable`, `taxable at 3%`, `taxable on 80% of base` or `exempt \"reason\"`",
+            _ => "a sourcing outcome is `origin` or `destination`",
+        })
     }
 }
 
@@ -151,7 +155,11 @@ fn lower_test(src: &ExprSource, pair: Pair<Rule>, d: &mut Diags) -> Option<Cond>
                         for v in p.into_inner() {
                             match resolve_value(src, fact, &v, d) {
                                 Some(i) if values.contains(&i) => {
-                                    d.push(Diagnostic::error("R207", Some(&src.span_of(&v)), format!("`{}` appears twice in this set", v.as_str())));
+                                    d.push(Diagnostic::error(
+                                        "R207",
+                                        Some(&src.span_of(&v)),
+                                        format!("`{}` appears twice in this set", v.as_str()),
+                                    ));
                                     ok = false;
                                 }
                                 Some(i) => values.push(i),
@@ -178,8 +186,16 @@ fn lower_test(src: &ExprSource, pair: Pair<Rule>, d: &mut Diags) -> Option<Cond>
         _ => {
             if fact.def().kind != FactKind::Bool {
                 d.push(
-                    Diagnostic::error("R206", Some(&src.span_of(&name_pair)), format!("`{}` is not a yes/no fact, so it cannot stand alone", fact.name()))
-                        .with_help(format!("compare it with a value, e.g. `{} == {}`", fact.name(), fact.def().kind.values().first().unwrap_or(&"x"))),
+                    Diagnostic::error(
+                        "R206",
+                        Some(&src.span_of(&name_pair)),
+                        format!("`{}` is not a yes/no fact, so it cannot stand alone", fact.name()),
+                    )
+                    .with_help(format!(
+                        "compare it with a value, e.g. `{} == {}`",
+                        fact.name(),
+                        fact.def().kind.values().first().unwrap_or(&"x")
+                    )),
                 );
                 return None;
             }
@@ -227,7 +243,11 @@ trait DefaultHelp {
 
 impl DefaultHelp for Diagnostic {
     fn with_default_help(self, help: impl Into<String>) -> Self {
-        if self.help.is_some() { self } else { self.with_help(help) }
+        if self.help.is_some() {
+            self
+        } else {
+            self.with_help(help)
+        }
     }
 }
 
@@ -245,7 +265,11 @@ pub fn tax_outcome(src: &ExprSource) -> Result<TaxOutcome, Diags> {
                     Rule::base_clause => {
                         let share = percent(src, clause.clone())?;
                         if share <= Decimal::ZERO || share > Decimal::ONE {
-                            return Err(vec![Diagnostic::error("R208", Some(&src.span_of(&clause)), "the taxed share of the base must be more than 0% and at most 100%")]);
+                            return Err(vec![Diagnostic::error(
+                                "R208",
+                                Some(&src.span_of(&clause)),
+                                "the taxed share of the base must be more than 0% and at most 100%",
+                            )]);
                         }
                         base_share = share;
                     }
@@ -266,7 +290,8 @@ pub fn tax_outcome(src: &ExprSource) -> Result<TaxOutcome, Diags> {
                 }
             }
             if reason.trim().is_empty() {
-                return Err(vec![Diagnostic::error("R209", Some(&src.span), "an exemption needs a reason").with_help("write `exempt \"why the sale is exempt\"`")]);
+                return Err(vec![Diagnostic::error("R209", Some(&src.span), "an exemption needs a reason")
+                    .with_help("write `exempt \"why the sale is exempt\"`")]);
             }
             Ok(TaxOutcome::Exempt { kind, reason })
         }
@@ -278,7 +303,8 @@ fn percent(src: &ExprSource, clause: Pair<Rule>) -> Result<Decimal, Diags> {
     let p = clause.into_inner().find(|p| p.as_rule() == Rule::percent).ok_or_else(|| vec![internal(src, "a percentage")])?;
     let span = src.span_of(&p);
     let number = p.as_str().trim_end_matches('%');
-    parse_percent_number(number).ok_or_else(|| vec![Diagnostic::error("R208", Some(&span), format!("`{}` is not a usable percentage", p.as_str()))])
+    parse_percent_number(number)
+        .ok_or_else(|| vec![Diagnostic::error("R208", Some(&span), format!("`{}` is not a usable percentage", p.as_str()))])
 }
 
 /// `6.25` → 0.0625. Rejects numbers above 100.

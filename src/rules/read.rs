@@ -128,7 +128,11 @@ trait OrHelp {
 
 impl OrHelp for Diagnostic {
     fn or_help(self, help: String) -> Self {
-        if self.help.is_some() { self } else { self.with_help(help) }
+        if self.help.is_some() {
+            self
+        } else {
+            self.with_help(help)
+        }
     }
 }
 
@@ -157,7 +161,10 @@ pub fn date(node: &Node, d: &mut Diags) -> Option<NaiveDate> {
     match NaiveDate::parse_from_str(text, "%Y-%m-%d") {
         Ok(day) if text.len() == 10 => Some(day),
         _ => {
-            d.push(Diagnostic::error("R105", Some(&node.span), format!("`{text}` is not a date")).with_help("write dates as YYYY-MM-DD, e.g. 2026-01-01"));
+            d.push(
+                Diagnostic::error("R105", Some(&node.span), format!("`{text}` is not a date"))
+                    .with_help("write dates as YYYY-MM-DD, e.g. 2026-01-01"),
+            );
             None
         }
     }
@@ -168,7 +175,10 @@ pub fn percent(node: &Node, d: &mut Diags) -> Option<Decimal> {
     let text = node.as_scalar().unwrap_or("");
     let parsed = text.strip_suffix('%').and_then(|n| parse::parse_percent_number(n.trim()));
     if parsed.is_none() {
-        d.push(Diagnostic::error("R106", Some(&node.span), format!("`{text}` is not a percentage")).with_help("write a rate with a percent sign, e.g. `6.25%`"));
+        d.push(
+            Diagnostic::error("R106", Some(&node.span), format!("`{text}` is not a percentage"))
+                .with_help("write a rate with a percent sign, e.g. `6.25%`"),
+        );
     }
     parsed
 }
@@ -178,7 +188,10 @@ pub fn money(node: &Node, d: &mut Diags) -> Option<Decimal> {
     match text.parse::<Decimal>() {
         Ok(v) if v >= Decimal::ZERO => Some(v),
         _ => {
-            d.push(Diagnostic::error("R107", Some(&node.span), format!("`{text}` is not an amount of money")).with_help("write a plain non-negative number, e.g. 100000"));
+            d.push(
+                Diagnostic::error("R107", Some(&node.span), format!("`{text}` is not an amount of money"))
+                    .with_help("write a plain non-negative number, e.g. 100000"),
+            );
             None
         }
     }

@@ -5,27 +5,62 @@
 
 /// The 51 jurisdictions, in the order the specification lists them.
 pub const STATES: [&str; 51] = [
-    "AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS", "KY", "LA", "ME",
-    "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY", "NC", "ND", "OH", "OK", "OR", "PA",
-    "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV", "WI", "WY", "DC",
+    "AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS", "KY", "LA", "ME", "MD", "MA", "MI",
+    "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY", "NC", "ND", "OH", "OK", "OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT",
+    "VT", "VA", "WA", "WV", "WI", "WY", "DC",
 ];
 
 pub const TRANSACTION_TYPES: [&str; 19] = [
-    "compute", "api_access", "data_purchase", "saas", "ai_labor", "storage", "digital_good", "consulting",
-    "data_processing", "cloud_infrastructure", "ai_model_access", "marketplace_fee", "subscription", "license",
-    "service", "payment_processing_fee", "web_hosting", "software_maintenance", "it_support",
+    "compute",
+    "api_access",
+    "data_purchase",
+    "saas",
+    "ai_labor",
+    "storage",
+    "digital_good",
+    "consulting",
+    "data_processing",
+    "cloud_infrastructure",
+    "ai_model_access",
+    "marketplace_fee",
+    "subscription",
+    "license",
+    "service",
+    "payment_processing_fee",
+    "web_hosting",
+    "software_maintenance",
+    "it_support",
 ];
 
 pub const WORK_TYPES: [&str; 11] = [
-    "compute", "research", "information_service", "content", "consulting", "trading", "payment_processing",
-    "web_hosting", "software_maintenance", "it_support", "custom_software",
+    "compute",
+    "research",
+    "information_service",
+    "content",
+    "consulting",
+    "trading",
+    "payment_processing",
+    "web_hosting",
+    "software_maintenance",
+    "it_support",
+    "custom_software",
 ];
 
 /// Economic categories: what a sale is, for taxability. Every state file rates each of them.
 pub const CATEGORIES: [&str; 13] = [
-    "saas", "prewritten_software", "digital_good", "data_processing", "information_service", "cloud_infrastructure",
-    "digital_service", "financial_service", "payment_processing", "web_hosting", "software_maintenance",
-    "it_support", "custom_software",
+    "saas",
+    "prewritten_software",
+    "digital_good",
+    "data_processing",
+    "information_service",
+    "cloud_infrastructure",
+    "digital_service",
+    "financial_service",
+    "payment_processing",
+    "web_hosting",
+    "software_maintenance",
+    "it_support",
+    "custom_software",
 ];
 
 pub const ROLES: [&str; 2] = ["seller", "buyer"];
@@ -36,10 +71,8 @@ pub const DIGITAL_CONTENT_TYPES: [&str; 9] =
     ["ebook", "audio", "video", "art_image", "photograph", "printable_document", "software", "data", "other"];
 pub const PAYMENT_PROVIDER_TYPES: [&str; 5] =
     ["bank", "licensed_money_transmitter", "card_network", "processor_routing_to_bank_or_network", "other"];
-pub const IT_SUPPORT_SCOPES: [&str; 6] = [
-    "help_desk_advice", "remote_repair_or_config", "software_installation", "monitoring", "security_monitoring",
-    "managed_bundle",
-];
+pub const IT_SUPPORT_SCOPES: [&str; 6] =
+    ["help_desk_advice", "remote_repair_or_config", "software_installation", "monitoring", "security_monitoring", "managed_bundle"];
 pub const DELIVERABLES: [&str; 4] = ["source_code", "compiled_artifact", "hosted_access", "other"];
 pub const DELIVERIES: [&str; 2] = ["electronic", "tangible"];
 pub const SUPPORT_KINDS: [&str; 2] = ["help_desk_only", "technical"];

@@ -14,7 +14,10 @@ use super::diag::{Diagnostic, Span};
 #[derive(Clone, Debug)]
 pub enum NodeKind {
     /// A scalar's text; `quoted` is true for '…' and "…" (which are never null, bool or number).
-    Scalar { text: String, quoted: bool },
+    Scalar {
+        text: String,
+        quoted: bool,
+    },
     Seq(Vec<Node>),
     Map(Vec<(Node, Node)>),
 }

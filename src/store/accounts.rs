@@ -1,6 +1,9 @@
 //! Accounts, agents, API keys and sessions.
 
-use sea_orm::{ColumnTrait, DbBackend, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder, QueryResult, QuerySelect, TransactionTrait};
+use sea_orm::{
+    ColumnTrait, DbBackend, EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder, QueryResult, QuerySelect,
+    TransactionTrait,
+};
 
 use super::entity::{agent, api_key, entity, session, transaction};
 use super::prepared::Query;
@@ -24,7 +27,12 @@ pub struct KeyOwner {
 impl Store {
     /// Creates the account, its first agent and its first key in one transaction.
     /// A taken email is `StoreError::Conflict` and writes nothing.
-    pub async fn create_account(&self, account: entity::Model, first_agent: agent::Model, first_key: api_key::Model) -> Result<(), StoreError> {
+    pub async fn create_account(
+        &self,
+        account: entity::Model,
+        first_agent: agent::Model,
+        first_key: api_key::Model,
+    ) -> Result<(), StoreError> {
         let txn = self.db.begin().await?;
         entity::Entity::insert(entity::ActiveModel::from(account)).exec_without_returning(&txn).await?;
         agent::Entity::insert(agent::ActiveModel::from(first_agent)).exec_without_returning(&txn).await?;
@@ -79,7 +87,12 @@ impl Store {
 
     /// The account's keys, oldest first, revoked ones included (they show `revoked_at`).
     pub async fn keys(&self, entity_id: &str) -> Result<Vec<api_key::Model>, StoreError> {
-        Ok(api_key::Entity::find().filter(api_key::Column::EntityId.eq(entity_id)).order_by_asc(api_key::Column::CreatedAt).order_by_asc(api_key::Column::Id).all(&self.db).await?)
+        Ok(api_key::Entity::find()
+            .filter(api_key::Column::EntityId.eq(entity_id))
+            .order_by_asc(api_key::Column::CreatedAt)
+            .order_by_asc(api_key::Column::Id)
+            .all(&self.db)
+            .await?)
     }
 
     /// Revokes the account's live keys with this prefix; returns how many were revoked.
@@ -101,14 +114,20 @@ impl Store {
 
     /// The account of an unexpired session token hash.
     pub async fn session_entity(&self, token_hash: &str, now: i64) -> Result<Option<entity::Model>, StoreError> {
-        let Some(s) = session::Entity::find_by_id(token_hash.to_string()).filter(session::Column::ExpiresAt.gt(now)).one(&self.db).await? else {
+        let Some(s) = session::Entity::find_by_id(token_hash.to_string()).filter(session::Column::ExpiresAt.gt(now)).one(&self.db).await?
+        else {
             return Ok(None);
         };
         self.entity_by_id(&s.entity_id).await
     }
 
     pub async fn agents(&self, entity_id: &str) -> Result<Vec<agent::Model>, StoreError> {
-        Ok(agent::Entity::find().filter(agent::Column::EntityId.eq(entity_id)).order_by_asc(agent::Column::CreatedAt).order_by_asc(agent::Column::Id).all(&self.db).await?)
+        Ok(agent::Entity::find()
+            .filter(agent::Column::EntityId.eq(entity_id))
+            .order_by_asc(agent::Column::CreatedAt)
+            .order_by_asc(agent::Column::Id)
+            .all(&self.db)
+            .await?)
     }
 
     pub async fn insert_agent(&self, a: agent::Model) -> Result<(), StoreError> {
@@ -117,7 +136,12 @@ impl Store {
     }
 
     pub async fn recent_transactions(&self, entity_id: &str, n: u64) -> Result<Vec<transaction::Model>, StoreError> {
-        let rows = transaction::Entity::find().filter(transaction::Column::EntityId.eq(entity_id)).order_by_desc(transaction::Column::CreatedAt).limit(n).all(&self.db).await?;
+        let rows = transaction::Entity::find()
+            .filter(transaction::Column::EntityId.eq(entity_id))
+            .order_by_desc(transaction::Column::CreatedAt)
+            .limit(n)
+            .all(&self.db)
+            .await?;
         Ok(rows)
     }
 }
@@ -125,7 +149,11 @@ impl Store {
 impl Store {
     /// True when another account holds a key with this prefix (to answer 403 rather than 404).
     pub async fn prefix_taken_elsewhere(&self, entity_id: &str, prefix: &str) -> Result<bool, StoreError> {
-        let n = api_key::Entity::find().filter(api_key::Column::Prefix.eq(prefix)).filter(api_key::Column::EntityId.ne(entity_id)).count(&self.db).await?;
+        let n = api_key::Entity::find()
+            .filter(api_key::Column::Prefix.eq(prefix))
+            .filter(api_key::Column::EntityId.ne(entity_id))
+            .count(&self.db)
+            .await?;
         Ok(n > 0)
     }
 }

@@ -4,7 +4,9 @@
 //! one asset by sale date.
 
 use sea_orm::sea_query::{Expr, OnConflict};
-use sea_orm::{ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect, Set};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect, Set,
+};
 
 use super::entity::{disposition, lot, position, trade};
 use super::{Store, StoreError};
@@ -32,7 +34,12 @@ impl Store {
     /// Creates the account's position in the asset if need be and takes it for this transaction
     /// (an upsert, so it holds the row lock on PostgreSQL and the write lock on SQLite): trades
     /// of one asset are applied one after another, whichever instance receives them.
-    pub async fn lock_position<C: ConnectionTrait>(conn: &C, entity_id: &str, symbol: &str, now_ms: i64) -> Result<position::Model, StoreError> {
+    pub async fn lock_position<C: ConnectionTrait>(
+        conn: &C,
+        entity_id: &str,
+        symbol: &str,
+        now_ms: i64,
+    ) -> Result<position::Model, StoreError> {
         let zero = || Set("0".to_string());
         let row = position::ActiveModel {
             entity_id: Set(entity_id.to_string()),
@@ -68,9 +75,21 @@ impl Store {
 
     /// Up to `limit` open lots of an asset acquired at or before `until_ms`, oldest first (or
     /// newest first), after the cursor (acquired_at, id) of the previous page.
-    pub async fn open_lots_page<C: ConnectionTrait>(conn: &C, entity_id: &str, symbol: &str, until_ms: i64, newest_first: bool, after: Option<(i64, String)>, limit: u64) -> Result<Vec<lot::Model>, StoreError> {
+    pub async fn open_lots_page<C: ConnectionTrait>(
+        conn: &C,
+        entity_id: &str,
+        symbol: &str,
+        until_ms: i64,
+        newest_first: bool,
+        after: Option<(i64, String)>,
+        limit: u64,
+    ) -> Result<Vec<lot::Model>, StoreError> {
         use lot::Column as L;
-        let mut q = lot::Entity::find().filter(L::EntityId.eq(entity_id)).filter(L::AssetSymbol.eq(symbol)).filter(L::Open.eq(true)).filter(L::AcquiredAt.lte(until_ms));
+        let mut q = lot::Entity::find()
+            .filter(L::EntityId.eq(entity_id))
+            .filter(L::AssetSymbol.eq(symbol))
+            .filter(L::Open.eq(true))
+            .filter(L::AcquiredAt.lte(until_ms));
         if let Some((at, id)) = after {
             q = q.filter(if newest_first {
                 Condition::any().add(L::AcquiredAt.lt(at)).add(Condition::all().add(L::AcquiredAt.eq(at)).add(L::Id.lt(id)))
@@ -78,7 +97,11 @@ impl Store {
                 Condition::any().add(L::AcquiredAt.gt(at)).add(Condition::all().add(L::AcquiredAt.eq(at)).add(L::Id.gt(id)))
             });
         }
-        q = if newest_first { q.order_by_desc(L::AcquiredAt).order_by_desc(L::Id) } else { q.order_by_asc(L::AcquiredAt).order_by_asc(L::Id) };
+        q = if newest_first {
+            q.order_by_desc(L::AcquiredAt).order_by_desc(L::Id)
+        } else {
+            q.order_by_asc(L::AcquiredAt).order_by_asc(L::Id)
+        };
         Ok(q.limit(limit).all(conn).await?)
     }
 
@@ -88,7 +111,13 @@ impl Store {
     }
 
     /// Open lots of an asset acquired in [from_ms, to_ms] that are not already a replacement, in acquisition order.
-    pub async fn replacement_lots<C: ConnectionTrait>(conn: &C, entity_id: &str, symbol: &str, from_ms: i64, to_ms: i64) -> Result<Vec<lot::Model>, StoreError> {
+    pub async fn replacement_lots<C: ConnectionTrait>(
+        conn: &C,
+        entity_id: &str,
+        symbol: &str,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<lot::Model>, StoreError> {
         use lot::Column as L;
         Ok(lot::Entity::find()
             .filter(L::EntityId.eq(entity_id))
@@ -103,7 +132,13 @@ impl Store {
     }
 
     /// Losses of an asset sold in [from_ms, to_ms] under the wash-sale rule with units not yet replaced, by sale.
-    pub async fn open_wash_losses<C: ConnectionTrait>(conn: &C, entity_id: &str, symbol: &str, from_ms: i64, to_ms: i64) -> Result<Vec<disposition::Model>, StoreError> {
+    pub async fn open_wash_losses<C: ConnectionTrait>(
+        conn: &C,
+        entity_id: &str,
+        symbol: &str,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Vec<disposition::Model>, StoreError> {
         use disposition::Column as D;
         Ok(disposition::Entity::find()
             .filter(D::EntityId.eq(entity_id))
@@ -155,7 +190,13 @@ impl Store {
         if let Some(u) = f.until_ms {
             q = q.filter(T::TradeDate.lte(u));
         }
-        Ok(q.order_by_desc(T::TradeDate).order_by_desc(T::CreatedAt).order_by_desc(T::Id).offset(f.offset).limit(f.limit).all(&self.db).await?)
+        Ok(q.order_by_desc(T::TradeDate)
+            .order_by_desc(T::CreatedAt)
+            .order_by_desc(T::Id)
+            .offset(f.offset)
+            .limit(f.limit)
+            .all(&self.db)
+            .await?)
     }
 
     /// The account's positions (one per asset traded), by symbol.
@@ -181,6 +222,10 @@ impl Store {
 
     /// The dispositions of one sell.
     pub async fn dispositions_of_trade<C: ConnectionTrait>(conn: &C, trade_id: &str) -> Result<Vec<disposition::Model>, StoreError> {
-        Ok(disposition::Entity::find().filter(disposition::Column::TradeId.eq(trade_id)).order_by_asc(disposition::Column::Id).all(conn).await?)
+        Ok(disposition::Entity::find()
+            .filter(disposition::Column::TradeId.eq(trade_id))
+            .order_by_asc(disposition::Column::Id)
+            .all(conn)
+            .await?)
     }
 }

@@ -45,7 +45,11 @@ pub struct Group<J, R> {
 impl<J: Send + 'static, R: Send + 'static> Group<J, R> {
     /// A group whose batches hold at most `max_batch` jobs, with at most `concurrent` batches applied at once.
     pub fn new(max_batch: usize, concurrent: usize) -> Self {
-        Group { queue: Arc::new(Mutex::new(Vec::new())), lead: Arc::new(tokio::sync::Semaphore::new(concurrent.max(1))), max_batch: max_batch.max(1) }
+        Group {
+            queue: Arc::new(Mutex::new(Vec::new())),
+            lead: Arc::new(tokio::sync::Semaphore::new(concurrent.max(1))),
+            max_batch: max_batch.max(1),
+        }
     }
 
     /// Applies `job` in a batch with whatever else is waiting. `apply` takes a batch and its [`Replies`], and
@@ -192,7 +196,11 @@ mod tests {
         };
         let first = group.submit(1, apply.clone()).await;
         assert_eq!(first, Some(10));
-        let second = { let group = group.clone(); let apply = apply.clone(); tokio::spawn(async move { group.submit(2, apply).await }) };
+        let second = {
+            let group = group.clone();
+            let apply = apply.clone();
+            tokio::spawn(async move { group.submit(2, apply).await })
+        };
         answered_tx.send(()).unwrap();
         assert_eq!(second.await.unwrap(), Some(20));
         assert!(ended.load(Ordering::SeqCst));

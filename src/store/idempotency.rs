@@ -27,7 +27,14 @@ pub enum Claim {
 }
 
 impl Store {
-    pub async fn claim_idempotency_key(&self, entity_id: &str, key: &str, request_hash: &str, now: i64, ttl_ms: i64) -> Result<Claim, StoreError> {
+    pub async fn claim_idempotency_key(
+        &self,
+        entity_id: &str,
+        key: &str,
+        request_hash: &str,
+        now: i64,
+        ttl_ms: i64,
+    ) -> Result<Claim, StoreError> {
         let row = idempotency::ActiveModel {
             entity_id: Set(entity_id.into()),
             key: Set(key.into()),
@@ -77,14 +84,31 @@ impl Store {
     }
 
     /// Stores the response for a key; call inside the transaction that made the writes it reports.
-    pub async fn finish_idempotency_key<C: ConnectionTrait>(conn: &C, entity_id: &str, key: &str, status: u16, body: &str) -> Result<(), StoreError> {
+    pub async fn finish_idempotency_key<C: ConnectionTrait>(
+        conn: &C,
+        entity_id: &str,
+        key: &str,
+        status: u16,
+        body: &str,
+    ) -> Result<(), StoreError> {
         conn.execute(Store::finish_idempotency_key_sql(conn.get_database_backend(), entity_id, key, status, body).statement()).await?;
         Ok(())
     }
 
-    pub fn finish_idempotency_key_sql<'a>(backend: DbBackend, entity_id: &'a str, key: &'a str, status: u16, body: impl Into<Arg<'a>>) -> Sql<'a> {
+    pub fn finish_idempotency_key_sql<'a>(
+        backend: DbBackend,
+        entity_id: &'a str,
+        key: &'a str,
+        status: u16,
+        body: impl Into<Arg<'a>>,
+    ) -> Sql<'a> {
         let mut sql = Sql::new(backend);
-        sql.push(r#"UPDATE "idempotency_keys" SET "state" = "#).arg(DONE).push(r#", "status" = "#).arg(i64::from(status)).push(r#", "body" = "#).arg(body);
+        sql.push(r#"UPDATE "idempotency_keys" SET "state" = "#)
+            .arg(DONE)
+            .push(r#", "status" = "#)
+            .arg(i64::from(status))
+            .push(r#", "body" = "#)
+            .arg(body);
         sql.push(r#" WHERE "entity_id" = "#).arg(entity_id).push(r#" AND "key" = "#).arg(key);
         sql
     }

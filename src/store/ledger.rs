@@ -6,10 +6,10 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect};
 
 use super::entity::{state_revenue, transaction, vendor_ytd};
-use crate::rules::schema::{Fact, TRANSACTION_TYPES};
 use super::prepared::{Query, Upsert};
 use super::script::{Arg, Execute, Script, ScriptConn, Sql};
 use super::{adding_upserts, inserts, Store, StoreError};
+use crate::rules::schema::{Fact, TRANSACTION_TYPES};
 
 /// The ledger's columns as its inserts write them, each with its PostgreSQL type as an array's element.
 const LEDGER_COLUMNS: [(&str, &str); 14] = [
@@ -48,7 +48,11 @@ pub const STATE_REVENUE: Upsert = Upsert {
 };
 
 /// [`Store::state_revenue_sql`] prepared.
-pub const STATE_REVENUE_FROM: Query = Query { name: "levy_state_revenue_from", params: "(text[], int4)", body: r#"SELECT * FROM "state_revenue" WHERE "entity_id" = ANY($1) AND "month" >= $2"# };
+pub const STATE_REVENUE_FROM: Query = Query {
+    name: "levy_state_revenue_from",
+    params: "(text[], int4)",
+    body: r#"SELECT * FROM "state_revenue" WHERE "entity_id" = ANY($1) AND "month" >= $2"#,
+};
 
 #[derive(Default)]
 pub struct TransactionFilter {
@@ -94,15 +98,22 @@ impl Store {
     /// returning the totals.
     pub fn add_vendor_payments_sql<'a>(backend: DbBackend, payments: &[Payment<'a>]) -> Vec<Sql<'a>> {
         let sums = super::sums_per_key(payments.iter().map(|p| ((p.entity_id, p.counterparty_id, p.tax_year), p.micros)));
-        let rows = sums.into_iter().map(|((entity_id, counterparty_id, tax_year), (micros, n))| [entity_id.into(), counterparty_id.into(), tax_year.into(), micros.into(), n.into()]).collect();
+        let rows = sums
+            .into_iter()
+            .map(|((entity_id, counterparty_id, tax_year), (micros, n))| {
+                [entity_id.into(), counterparty_id.into(), tax_year.into(), micros.into(), n.into()]
+            })
+            .collect();
         adding_upserts(backend, &VENDOR_YTD, rows)
     }
 
     /// For each payment in the order given, the counterparty's total before it (micro-dollars), from the totals
     /// the upserts returned.
     pub fn totals_before(payments: &[Payment<'_>], totals: Vec<vendor_ytd::Model>) -> Vec<i64> {
-        let finals: HashMap<(String, String, i32), i64> = totals.into_iter().map(|m| ((m.entity_id, m.counterparty_id, m.tax_year), m.total_micros)).collect();
-        let additions: Vec<((String, String, i32), i64)> = payments.iter().map(|p| ((p.entity_id.to_string(), p.counterparty_id.to_string(), p.tax_year), p.micros)).collect();
+        let finals: HashMap<(String, String, i32), i64> =
+            totals.into_iter().map(|m| ((m.entity_id, m.counterparty_id, m.tax_year), m.total_micros)).collect();
+        let additions: Vec<((String, String, i32), i64)> =
+            payments.iter().map(|p| ((p.entity_id.to_string(), p.counterparty_id.to_string(), p.tax_year), p.micros)).collect();
         let after = super::running_totals(&additions, &finals);
         after.iter().zip(payments).map(|(total, p)| total - p.micros).collect()
     }
@@ -110,18 +121,32 @@ impl Store {
     /// The upserts that add sales to the states' monthly revenue (rows in key order).
     pub fn add_state_revenues_sql<'a>(backend: DbBackend, sales: &[Sale<'a>]) -> Vec<Sql<'a>> {
         let sums = super::sums_per_key(sales.iter().map(|s| ((s.entity_id, s.state, s.month), s.micros)));
-        let rows = sums.into_iter().map(|((entity_id, state, month), (micros, n))| [entity_id.into(), state.into(), month.into(), micros.into(), n.into()]).collect();
+        let rows = sums
+            .into_iter()
+            .map(|((entity_id, state, month), (micros, n))| [entity_id.into(), state.into(), month.into(), micros.into(), n.into()])
+            .collect();
         adding_upserts(backend, &STATE_REVENUE, rows)
     }
 
     /// Monthly revenue buckets of these accounts from `from_month` (yyyymm) on.
-    pub async fn state_revenue_of<C: ConnectionTrait>(conn: &C, entity_ids: &[&str], from_month: i32) -> Result<Vec<state_revenue::Model>, StoreError> {
-        Ok(state_revenue::Model::find_by_statement(Store::state_revenue_sql(conn.get_database_backend(), entity_ids, from_month).statement()).all(conn).await?)
+    pub async fn state_revenue_of<C: ConnectionTrait>(
+        conn: &C,
+        entity_ids: &[&str],
+        from_month: i32,
+    ) -> Result<Vec<state_revenue::Model>, StoreError> {
+        Ok(state_revenue::Model::find_by_statement(
+            Store::state_revenue_sql(conn.get_database_backend(), entity_ids, from_month).statement(),
+        )
+        .all(conn)
+        .await?)
     }
 
     pub fn state_revenue_sql<'a>(backend: DbBackend, entity_ids: &[&'a str], from_month: i32) -> Sql<'a> {
         let mut sql = Sql::new(backend);
-        sql.push(r#"SELECT * FROM "state_revenue" WHERE "entity_id""#).in_list(entity_ids.iter().copied()).push(r#" AND "month" >= "#).arg(from_month);
+        sql.push(r#"SELECT * FROM "state_revenue" WHERE "entity_id""#)
+            .in_list(entity_ids.iter().copied())
+            .push(r#" AND "month" >= "#)
+            .arg(from_month);
         sql.prepared(|| Execute::new(STATE_REVENUE_FROM.name).array(entity_ids.iter().copied(), "text").arg(from_month));
         sql
     }
@@ -131,7 +156,11 @@ impl Store {
     /// binary. Its text is the same whatever the number of rows, so the connection prepares it once (sqlx caches
     /// prepared statements by text), and the bodies travel as bound values rather than as literals in a
     /// script's text for PostgreSQL to parse.
-    pub async fn write_transactions<'a>(conn: &mut ScriptConn, script: &mut Script<'a>, rows: &'a [transaction::Model]) -> Result<(), StoreError> {
+    pub async fn write_transactions<'a>(
+        conn: &mut ScriptConn,
+        script: &mut Script<'a>,
+        rows: &'a [transaction::Model],
+    ) -> Result<(), StoreError> {
         let Some(pg) = conn.postgres() else {
             script.add_all(Store::insert_transactions_sql(script.backend(), rows));
             return Ok(());
@@ -141,7 +170,11 @@ impl Store {
         }
         static INSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
             let arrays: Vec<String> = LEDGER_COLUMNS.iter().enumerate().map(|(i, (_, t))| format!("${}::{t}[]", i + 1)).collect();
-            format!(r#"INSERT INTO "transactions" ({}) SELECT * FROM unnest({})"#, super::quoted(&LEDGER_COLUMNS.map(|(c, _)| c)), arrays.join(", "))
+            format!(
+                r#"INSERT INTO "transactions" ({}) SELECT * FROM unnest({})"#,
+                super::quoted(&LEDGER_COLUMNS.map(|(c, _)| c)),
+                arrays.join(", ")
+            )
         });
         let text = |f: fn(&transaction::Model) -> &str| rows.iter().map(f).collect::<Vec<&str>>();
         let maybe = |f: fn(&transaction::Model) -> Option<&str>| rows.iter().map(f).collect::<Vec<Option<&str>>>();
@@ -197,7 +230,10 @@ impl Store {
     /// The ledger rows of an account with any of these external ids.
     pub fn transactions_by_external_ids_sql<'a>(backend: DbBackend, entity_id: &'a str, external_tx_ids: &[&'a str]) -> Sql<'a> {
         let mut sql = Sql::new(backend);
-        sql.push(r#"SELECT * FROM "transactions" WHERE "entity_id" = "#).arg(entity_id).push(r#" AND "external_tx_id""#).in_list(external_tx_ids.iter().copied());
+        sql.push(r#"SELECT * FROM "transactions" WHERE "entity_id" = "#)
+            .arg(entity_id)
+            .push(r#" AND "external_tx_id""#)
+            .in_list(external_tx_ids.iter().copied());
         sql
     }
 
@@ -218,10 +254,17 @@ impl Store {
             // default for a request that sent none.
             let default = Fact::transaction_type.def().default.and_then(|i| TRANSACTION_TYPES.get(i as usize)).copied().unwrap_or("saas");
             q = q.filter(match self.db.get_database_backend() {
-                DbBackend::Postgres => Expr::cust_with_values(r#"COALESCE(CAST("request" AS jsonb) ->> 'transaction_type', $1) = $2"#, [default, tt.as_str()]),
+                DbBackend::Postgres => {
+                    Expr::cust_with_values(r#"COALESCE(CAST("request" AS jsonb) ->> 'transaction_type', $1) = $2"#, [default, tt.as_str()])
+                }
                 _ => Expr::cust_with_values(r#"COALESCE(json_extract("request", ?), ?) = ?"#, ["$.transaction_type", default, tt.as_str()]),
             });
         }
-        Ok(q.order_by_desc(transaction::Column::CreatedAt).order_by_desc(transaction::Column::Id).offset(f.offset).limit(f.limit).all(&self.db).await?)
+        Ok(q.order_by_desc(transaction::Column::CreatedAt)
+            .order_by_desc(transaction::Column::Id)
+            .offset(f.offset)
+            .limit(f.limit)
+            .all(&self.db)
+            .await?)
     }
 }

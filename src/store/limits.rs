@@ -86,11 +86,21 @@ pub struct CounterHit {
 
 /// How many units to reserve when `remaining` were left at the last look.
 pub fn lease_size(remaining: i64) -> i64 {
-    if remaining > EXACT_TAIL { ((remaining - EXACT_TAIL) / 4).clamp(1, MAX_LEASE) } else { 1 }
+    if remaining > EXACT_TAIL {
+        ((remaining - EXACT_TAIL) / 4).clamp(1, MAX_LEASE)
+    } else {
+        1
+    }
 }
 
 /// The limiter's windows: a count added per (name, window start); returned as stored.
-pub const COUNTERS: Upsert = Upsert { table: "counters", columns: &[("name", "text"), ("window_start", "int8"), ("count", "int8"), ("expires_at", "int8")], keys: 2, added: 1, returning: true };
+pub const COUNTERS: Upsert = Upsert {
+    table: "counters",
+    columns: &[("name", "text"), ("window_start", "int8"), ("count", "int8"), ("expires_at", "int8")],
+    keys: 2,
+    added: 1,
+    returning: true,
+};
 
 impl Store {
     /// The next unit of counter `name` in the window starting at `window_start` (1 for the first call of the
@@ -151,7 +161,10 @@ impl Store {
             let e = sums.entry((h.name.as_str(), h.window_start)).or_insert((0, h.expires_at));
             e.0 += h.n;
         }
-        let rows = sums.into_iter().map(|((name, window_start), (n, expires_at))| [name.to_string().into(), window_start.into(), n.into(), expires_at.into()]).collect();
+        let rows = sums
+            .into_iter()
+            .map(|((name, window_start), (n, expires_at))| [name.to_string().into(), window_start.into(), n.into(), expires_at.into()])
+            .collect();
         super::adding_upserts(backend, &COUNTERS, rows)
     }
 

@@ -36,7 +36,9 @@ impl From<DbErr> for StoreError {
         }
         match &e {
             DbErr::Conn(_) | DbErr::ConnectionAcquire(_) => StoreError::Unavailable(e.to_string()),
-            DbErr::Exec(sea_orm::RuntimeErr::SqlxError(sqlx_err)) | DbErr::Query(sea_orm::RuntimeErr::SqlxError(sqlx_err)) if is_connection_error(sqlx_err) => {
+            DbErr::Exec(sea_orm::RuntimeErr::SqlxError(sqlx_err)) | DbErr::Query(sea_orm::RuntimeErr::SqlxError(sqlx_err))
+                if is_connection_error(sqlx_err) =>
+            {
                 StoreError::Unavailable(e.to_string())
             }
             _ => StoreError::Other(e.to_string()),
@@ -95,7 +97,13 @@ pub fn sums_per_key<K: Ord>(additions: impl IntoIterator<Item = (K, i64)>) -> Ve
 
 /// Inserts of `rows` into `table`, `ROWS_PER_STATEMENT` per statement, written by hand (see `script`): each row
 /// holds a value per column of `columns`, and each statement ends with `tail` (a conflict clause, RETURNING).
-pub fn inserts<'a, const N: usize>(backend: DbBackend, table: &str, columns: [&str; N], rows: Vec<[script::Arg<'a>; N]>, tail: &str) -> Vec<script::Sql<'a>> {
+pub fn inserts<'a, const N: usize>(
+    backend: DbBackend,
+    table: &str,
+    columns: [&str; N],
+    rows: Vec<[script::Arg<'a>; N]>,
+    tail: &str,
+) -> Vec<script::Sql<'a>> {
     let head = format!("INSERT INTO \"{table}\" ({}) VALUES ", quoted(&columns));
     let mut out = Vec::new();
     let mut rows = rows.into_iter().peekable();
@@ -119,7 +127,11 @@ pub fn inserts<'a, const N: usize>(backend: DbBackend, table: &str, columns: [&s
 /// read-modify-write in the database, so concurrent writers lose nothing), and the rest are written only with a
 /// new row. With `returning`, each statement returns its rows as stored. On PostgreSQL a script runs them as the
 /// upsert prepared on the connection (`prepared`), its values as arrays in the order of `rows`.
-pub fn adding_upserts<'a, const N: usize>(backend: DbBackend, spec: &prepared::Upsert, rows: Vec<[script::Arg<'a>; N]>) -> Vec<script::Sql<'a>> {
+pub fn adding_upserts<'a, const N: usize>(
+    backend: DbBackend,
+    spec: &prepared::Upsert,
+    rows: Vec<[script::Arg<'a>; N]>,
+) -> Vec<script::Sql<'a>> {
     debug_assert_eq!(spec.columns.len(), N);
     let tail = format!(" {}", spec.conflict());
     let columns: [&str; N] = std::array::from_fn(|i| spec.columns[i].0);

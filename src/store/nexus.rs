@@ -9,7 +9,8 @@ use super::script::{Execute, Sql};
 use super::{Store, StoreError};
 
 /// [`Store::nexus_states_sql`] prepared.
-pub const NEXUS_STATES: Query = Query { name: "levy_nexus_states", params: "(text[])", body: r#"SELECT * FROM "nexus_states" WHERE "entity_id" = ANY($1)"# };
+pub const NEXUS_STATES: Query =
+    Query { name: "levy_nexus_states", params: "(text[])", body: r#"SELECT * FROM "nexus_states" WHERE "entity_id" = ANY($1)"# };
 
 pub struct NexusEntry {
     pub state: String,

@@ -37,7 +37,10 @@ impl Upsert {
     /// if the upsert returns its rows: what ends both its `VALUES` form and its prepared form.
     pub fn conflict(&self) -> String {
         let names: Vec<&str> = self.columns.iter().map(|(c, _)| *c).collect();
-        let sums: Vec<String> = names[self.keys..self.keys + self.added].iter().map(|c| format!("\"{c}\" = \"{}\".\"{c}\" + \"excluded\".\"{c}\"", self.table)).collect();
+        let sums: Vec<String> = names[self.keys..self.keys + self.added]
+            .iter()
+            .map(|c| format!("\"{c}\" = \"{}\".\"{c}\" + \"excluded\".\"{c}\"", self.table))
+            .collect();
         let mut text = format!("ON CONFLICT ({}) DO UPDATE SET {}", super::quoted(&names[..self.keys]), sums.join(", "));
         if self.returning {
             text.push_str(" RETURNING *");
@@ -88,7 +91,8 @@ pub(super) fn missing(e: &sqlx::Error) -> bool {
 
 /// Prepares every statement on the connection (outside any transaction), replacing those it holds already.
 pub async fn prepare(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
-    let held: Vec<String> = sqlx::query_scalar("SELECT name FROM pg_prepared_statements WHERE name LIKE 'levy\\_%'").fetch_all(&mut *conn).await?;
+    let held: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM pg_prepared_statements WHERE name LIKE 'levy\\_%'").fetch_all(&mut *conn).await?;
     let mut sql = String::new();
     for (name, text) in statements() {
         if held.contains(name) {

@@ -291,7 +291,15 @@ pub struct Script<'a> {
 
 impl<'a> Script<'a> {
     pub fn new(backend: DbBackend) -> Script<'a> {
-        Script { backend, sql: String::with_capacity(4096), args: Vec::new(), spans: Vec::new(), begins: false, commits: false, executes: false }
+        Script {
+            backend,
+            sql: String::with_capacity(4096),
+            args: Vec::new(),
+            spans: Vec::new(),
+            begins: false,
+            commits: false,
+            executes: false,
+        }
     }
 
     /// A script that begins a write transaction (SQLite: IMMEDIATE, taking the write lock at once).
@@ -361,7 +369,9 @@ async fn postgres_script(c: &mut sea_orm::sqlx::PgConnection, sql: &str) -> Resu
 }
 
 /// What a script's query streams back, split by statement: the rows of each, and an empty set after the last.
-async fn result_sets<Q, R: Into<QueryResult>>(mut stream: futures::stream::BoxStream<'_, Result<Either<Q, R>, sea_orm::sqlx::Error>>) -> Result<Vec<Vec<QueryResult>>, sea_orm::sqlx::Error> {
+async fn result_sets<Q, R: Into<QueryResult>>(
+    mut stream: futures::stream::BoxStream<'_, Result<Either<Q, R>, sea_orm::sqlx::Error>>,
+) -> Result<Vec<Vec<QueryResult>>, sea_orm::sqlx::Error> {
     let mut out: Vec<Vec<QueryResult>> = vec![Vec::new()];
     while let Some(item) = stream.try_next().await? {
         match item {
@@ -543,7 +553,10 @@ mod tests {
         assert_eq!(pg(&["plain".into(), "it's".into(), "''".into()]), "('plain', 'it''s', '''''')");
         // With a backslash: an escape string, whatever standard_conforming_strings says.
         assert_eq!(pg(&[r"a\b".into(), r"\'".into(), r"E'\n'".into()]), r"(E'a\\b', E'\\''', E'E''\\n''')");
-        assert_eq!(pg(&["é 税 😀\n\t".into(), 42i64.into(), (-7i32).into(), true.into(), false.into(), Arg::Null, None::<&str>.into()]), "('é 税 😀\n\t', 42, -7, TRUE, FALSE, NULL, NULL)");
+        assert_eq!(
+            pg(&["é 税 😀\n\t".into(), 42i64.into(), (-7i32).into(), true.into(), false.into(), Arg::Null, None::<&str>.into()]),
+            "('é 税 😀\n\t', 42, -7, TRUE, FALSE, NULL, NULL)"
+        );
     }
 
     #[test]
@@ -572,7 +585,8 @@ mod tests {
     #[test]
     fn adding_upserts_add_the_added_columns_and_split_long_batches() {
         use crate::store::prepared::Upsert;
-        let spec = |returning| Upsert { table: "t", columns: &[("k", "text"), ("n", "int8"), ("other", "int4")], keys: 1, added: 1, returning };
+        let spec =
+            |returning| Upsert { table: "t", columns: &[("k", "text"), ("n", "int8"), ("other", "int4")], keys: 1, added: 1, returning };
         let rows = |n: i64| (0..n).map(|i| [Arg::from(format!("k{i}'")), Arg::Int(i), Arg::Int(9)]).collect();
         let stmts = crate::store::adding_upserts(DbBackend::Postgres, &spec(true), rows(2));
         assert_eq!(stmts.len(), 1);

@@ -36,7 +36,13 @@ async fn signup_login_me_and_keys(app: TestApp) {
     assert!(!keys.iter().any(|k| k.key_hash.contains(&key) || k.prefix.len() != 16));
 
     // The same email, in other case: 409, nothing written.
-    let r = app.post("/api/v1/auth/signup", None, &json!({"email": "owner@example.COM", "password": "another password", "agent_name": "x", "agent_work_type": "compute"})).await;
+    let r = app
+        .post(
+            "/api/v1/auth/signup",
+            None,
+            &json!({"email": "owner@example.COM", "password": "another password", "agent_name": "x", "agent_work_type": "compute"}),
+        )
+        .await;
     assert_eq!((r.status, r.code()), (409, "RESOURCE_CONFLICT"));
 
     // Every constraint at once.
@@ -45,7 +51,17 @@ async fn signup_login_me_and_keys(app: TestApp) {
         .await;
     assert_eq!(r.status, 400);
     let errs = r.errors().join("\n");
-    for f in ["email:", "password: must be at least 8", "agent_name:", "agent_work_type:", "ein:", "state:", "network_visibility:", "utm.utm_source:", "extra: unknown field"] {
+    for f in [
+        "email:",
+        "password: must be at least 8",
+        "agent_name:",
+        "agent_work_type:",
+        "ein:",
+        "state:",
+        "network_visibility:",
+        "utm.utm_source:",
+        "extra: unknown field",
+    ] {
         assert!(errs.contains(f), "{f} not in {errs}");
     }
 
@@ -56,7 +72,15 @@ async fn signup_login_me_and_keys(app: TestApp) {
     assert_eq!(r.status, 200, "{}", r.text);
     let token = r.json["session_token"].as_str().unwrap().to_string();
     let bearer = format!("Bearer {token}");
-    let r = app.request("POST", "/api/v1/auth/agents", None, &[("Authorization", &bearer)], Some(r#"{"agent_name":"second","description":"does research"}"#)).await;
+    let r = app
+        .request(
+            "POST",
+            "/api/v1/auth/agents",
+            None,
+            &[("Authorization", &bearer)],
+            Some(r#"{"agent_name":"second","description":"does research"}"#),
+        )
+        .await;
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(r.json["agent"]["work_type"], json!("compute"), "default work type");
     app.set_nexus(&key, &["TX"]).await;

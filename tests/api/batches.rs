@@ -118,7 +118,12 @@ async fn free_plan_cutoff_inside_a_batch(app: TestApp) {
     {
         use levy::store::entity::counter;
         use sea_orm::{EntityTrait, Set};
-        let row = counter::ActiveModel { name: Set(format!("usage:{}", a.entity_id)), window_start: Set(month), count: Set(1495), expires_at: Set(i64::MAX) };
+        let row = counter::ActiveModel {
+            name: Set(format!("usage:{}", a.entity_id)),
+            window_start: Set(month),
+            count: Set(1495),
+            expires_at: Set(i64::MAX),
+        };
         counter::Entity::insert(row).exec_without_returning(&app.state.store.db).await.unwrap();
     }
     // 12 calls at once with 5 left of the free plan's 1,500: exactly 5 are served and recorded.
@@ -129,7 +134,8 @@ async fn free_plan_cutoff_inside_a_batch(app: TestApp) {
     assert!(refused.iter().all(|b| b["error"].as_str().unwrap().starts_with("Monthly limit reached")));
     assert_eq!(app.ledger_rows(&a.entity_id).await, 5);
     // The five served calls saw 10, 20, … 50 for the counterparty: the refused ones added nothing.
-    let mut seen: Vec<i64> = replies.iter().filter(|(s, _)| *s == 200).map(|(_, b)| num(&b["tracking_1099"]["vendor_ytd_total"]) as i64).collect();
+    let mut seen: Vec<i64> =
+        replies.iter().filter(|(s, _)| *s == 200).map(|(_, b)| num(&b["tracking_1099"]["vendor_ytd_total"]) as i64).collect();
     seen.sort();
     assert_eq!(seen, vec![10, 20, 30, 40, 50]);
 }
@@ -143,7 +149,12 @@ async fn burst_limit_inside_a_batch(app: TestApp) {
     {
         use levy::store::entity::counter;
         use sea_orm::Set;
-        let row = counter::ActiveModel { name: Set(format!("usage:{}", a.entity_id)), window_start: Set(month), count: Set(1395), expires_at: Set(i64::MAX) };
+        let row = counter::ActiveModel {
+            name: Set(format!("usage:{}", a.entity_id)),
+            window_start: Set(month),
+            count: Set(1395),
+            expires_at: Set(i64::MAX),
+        };
         counter::Entity::insert(row).exec_without_returning(&app.state.store.db).await.unwrap();
     }
     // 126 calls at once on a free account with 105 calls left this month. The key's window takes 120: the 6
@@ -159,7 +170,8 @@ async fn burst_limit_inside_a_batch(app: TestApp) {
     seen.sort();
     assert_eq!(seen, (1..=105).map(|k| k * 10).collect::<Vec<_>>());
     assert_eq!(app.ledger_rows(&a.entity_id).await, 105);
-    let key = api_key::Entity::find().filter(api_key::Column::EntityId.eq(a.entity_id.clone())).one(&app.state.store.db).await.unwrap().unwrap();
+    let key =
+        api_key::Entity::find().filter(api_key::Column::EntityId.eq(a.entity_id.clone())).one(&app.state.store.db).await.unwrap().unwrap();
     let store = &app.state.store;
     assert_eq!(store.read_counter(&format!("usage:{}", a.entity_id), month).await.unwrap(), 1395 + 120);
     assert_eq!(store.read_counter(&format!("burst:{}", key.id), minute).await.unwrap(), 126);
@@ -173,7 +185,11 @@ async fn long_batches_split_into_statements(app: TestApp) {
     // 1,201 payments: 1,200 counterparties of 1 to 1,200 micro-dollars, then the first again. More rows than one
     // statement takes (500), so three upserts; the last payment sees the first's 1.
     let names: Vec<String> = (0..1200).map(|i| format!("cp-{i:04}")).collect();
-    let mut payments: Vec<Payment> = names.iter().enumerate().map(|(i, n)| Payment { entity_id: &a.entity_id, counterparty_id: n, tax_year: 2026, micros: i as i64 + 1 }).collect();
+    let mut payments: Vec<Payment> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| Payment { entity_id: &a.entity_id, counterparty_id: n, tax_year: 2026, micros: i as i64 + 1 })
+        .collect();
     payments.push(Payment { entity_id: &a.entity_id, counterparty_id: &names[0], tax_year: 2026, micros: 7 });
     let txn = app.state.store.writer.begin().await.unwrap();
     let priors = Store::add_vendor_payments(&txn, &payments).await.unwrap();
@@ -194,7 +210,8 @@ async fn values_come_back_character_for_character(app: TestApp) {
     let a = app.signup("quotes@example.com").await;
     let ext = r#"inv-'1'); DELETE FROM transactions; -- "x" \ \' é 税"#;
     let metadata = json!({"note": "it's \"quoted\" \\ back\\slash\nnew line\ttab \u{0} é 税 😀", "O'Reilly": ["a''b", "\\x00", "E'\\n'"]});
-    let rec = json!({"amount": "12.34", "buyer_state": "TX", "counterparty_id": "cp:a@b.c-d_e", "external_tx_id": ext, "metadata": metadata});
+    let rec =
+        json!({"amount": "12.34", "buyer_state": "TX", "counterparty_id": "cp:a@b.c-d_e", "external_tx_id": ext, "metadata": metadata});
     let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &rec).await;
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(r.json["records"][0]["external_tx_id"], json!(ext));
@@ -220,10 +237,14 @@ async fn values_come_back_character_for_character(app: TestApp) {
     assert_eq!((again.header("x-idempotency-status").as_deref(), again.text.as_str()), (Some("cached"), first.text.as_str()));
 
     // Control characters are refused in identifiers (the database would store some and not others).
-    let bad = json!({"amount": 1, "buyer_state": "TX", "counterparty_id": "cp-3", "external_tx_id": "inv\u{7}1", "transaction_id": "ref\u{0}"});
+    let bad =
+        json!({"amount": 1, "buyer_state": "TX", "counterparty_id": "cp-3", "external_tx_id": "inv\u{7}1", "transaction_id": "ref\u{0}"});
     let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &bad).await;
     assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"));
-    assert_eq!(r.errors(), vec!["external_tx_id: must not contain control characters", "transaction_id: must not contain control characters"]);
+    assert_eq!(
+        r.errors(),
+        vec!["external_tx_id: must not contain control characters", "transaction_id: must not contain control characters"]
+    );
     assert_eq!(app.ledger_rows(&a.entity_id).await, 2);
 }
 
@@ -245,7 +266,13 @@ async fn key_revoked_on_another_instance_is_refused(app: TestApp) {
     assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED"), "{}", r.text);
     let r = other.post("/api/v1/calculate", Some(&a.key), &json!({"amount": "ten", "buyer_state": "TX", "counterparty_id": "cp-1"})).await;
     assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED"), "an invalid body from a revoked key: 401, not 400");
-    let r = other.post("/api/v1/transactions/ingest", Some(&a.key), &json!({"amount": 2, "buyer_state": "TX", "counterparty_id": "cp-1", "external_tx_id": "e-2"})).await;
+    let r = other
+        .post(
+            "/api/v1/transactions/ingest",
+            Some(&a.key),
+            &json!({"amount": 2, "buyer_state": "TX", "counterparty_id": "cp-1", "external_tx_id": "e-2"}),
+        )
+        .await;
     assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED"));
     let r = other.post("/api/v1/transactions/ingest", Some(&a.key), &rec).await;
     assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED"), "not even a duplicate is shown");
@@ -324,7 +351,10 @@ async fn nexus_changed_on_another_instance_is_used_on_the_next_call(app: TestApp
     assert_eq!((num(&r.json["total_tax"]), num(&r.json["tax_if_nexus"]["total_tax"])), (0.0, 66.0), "{}", r.text);
     assert_eq!(r.json["sales_tax"]["reason"], json!("no nexus configured in TX"));
     // 1099 totals settled in the batch: 1,000 + 1,000 + 1,000 crosses 2,000 on the second call and stays over.
-    assert_eq!((num(&r.json["tracking_1099"]["vendor_ytd_total"]), r.json["tracking_1099"]["threshold_exceeded"].clone()), (3000.0, json!(true)));
+    assert_eq!(
+        (num(&r.json["tracking_1099"]["vendor_ytd_total"]), r.json["tracking_1099"]["threshold_exceeded"].clone()),
+        (3000.0, json!(true))
+    );
     let again = call().await;
     assert_eq!(num(&again.json["total_tax"]), 0.0, "the nexus now seen is used");
     assert_eq!(app.ledger_rows(&a.entity_id).await, 4);
@@ -353,7 +383,12 @@ fn per_call_job(app: &TestApp, entity_id: &str, amount: u32, counterparty: &str)
     let raw = json!({"amount": amount, "buyer_state": "TX", "counterparty_id": counterparty});
     let request = levy::engine::parse_request(&raw).unwrap();
     let entry = Entry::new(request, raw, String::new(), None, None);
-    Job { payer: Payer::PerCall { entity_id: entity_id.into() }, entries: vec![entry], source: Source::Calculate { idempotency_key: None }, now_ms: app.clock.now_ms() }
+    Job {
+        payer: Payer::PerCall { entity_id: entity_id.into() },
+        entries: vec![entry],
+        source: Source::Calculate { idempotency_key: None },
+        now_ms: app.clock.now_ms(),
+    }
 }
 
 async fn calls_paid_per_call_share_batches_with_keyed_calls(app: TestApp) {
@@ -366,7 +401,12 @@ async fn calls_paid_per_call_share_batches_with_keyed_calls(app: TestApp) {
     {
         use levy::store::entity::counter;
         use sea_orm::{EntityTrait, Set};
-        let row = counter::ActiveModel { name: Set(format!("usage:{}", a.entity_id)), window_start: Set(month), count: Set(1500), expires_at: Set(i64::MAX) };
+        let row = counter::ActiveModel {
+            name: Set(format!("usage:{}", a.entity_id)),
+            window_start: Set(month),
+            count: Set(1500),
+            expires_at: Set(i64::MAX),
+        };
         counter::Entity::insert(row).exec_without_returning(&app.state.store.db).await.unwrap();
     }
     // 20 jobs paid per call of 100 to cp-1, one for an account that does not exist, and 6 keyed calls, at once.
@@ -394,7 +434,10 @@ async fn calls_paid_per_call_share_batches_with_keyed_calls(app: TestApp) {
     }
     assert_eq!(totals, (1..=20).map(|k| k * 100).collect::<BTreeSet<_>>(), "each saw the total up to itself");
     assert_eq!(ghost.await.unwrap().result.err(), Some(levy::ledger::Refusal::UnknownAccount));
-    assert!(keyed.iter().all(|(status, body)| *status == 429 && body["error"].as_str().unwrap().starts_with("Monthly limit reached")), "{keyed:?}");
+    assert!(
+        keyed.iter().all(|(status, body)| *status == 429 && body["error"].as_str().unwrap().starts_with("Monthly limit reached")),
+        "{keyed:?}"
+    );
     assert_eq!(app.ledger_rows(&a.entity_id).await, 20);
     // Usage holds the 1,500 and the 6 refused keyed calls (counted, as the free cutoff counts them); nothing of
     // the calls paid per call.
@@ -450,7 +493,11 @@ async fn prepared_on_each_connection(app: &TestApp) -> Vec<Vec<String>> {
     let mut conns = app.pool_connections().await;
     let mut out = Vec::new();
     for c in &mut conns {
-        let names: Vec<String> = sea_orm::sqlx::query_scalar("SELECT name FROM pg_prepared_statements WHERE name LIKE 'levy\\_%' ORDER BY name").fetch_all(&mut **c).await.unwrap();
+        let names: Vec<String> =
+            sea_orm::sqlx::query_scalar("SELECT name FROM pg_prepared_statements WHERE name LIKE 'levy\\_%' ORDER BY name")
+                .fetch_all(&mut **c)
+                .await
+                .unwrap();
         out.push(names);
     }
     app.give_back(conns).await;
@@ -476,7 +523,14 @@ async fn postgres_batches_run_statements_prepared_on_first_need() {
     assert_eq!(r.status, 200, "{}", r.text);
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     // The batch's connection prepared all six (three upserts, three queries), and the call's figures came through them.
-    let expected = ["levy_add_counters", "levy_add_state_revenue", "levy_add_vendor_ytd", "levy_key_owners", "levy_nexus_states", "levy_state_revenue_from"];
+    let expected = [
+        "levy_add_counters",
+        "levy_add_state_revenue",
+        "levy_add_vendor_ytd",
+        "levy_key_owners",
+        "levy_nexus_states",
+        "levy_state_revenue_from",
+    ];
     let held = prepared_on_each_connection(&app).await;
     assert_eq!(held.iter().filter(|names| *names == &expected).count(), 1, "{held:?}");
     assert_eq!(num(&r.json["tracking_1099"]["vendor_ytd_total"]), 100.0, "{}", r.text);
@@ -498,7 +552,9 @@ async fn postgres_batches_run_statements_prepared_on_first_need() {
     each_connection(None).await;
     let held = prepared_on_each_connection(app).await;
     assert!(held.iter().all(|names| names == &expected), "{held:?}");
-    db.execute(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, r#"ALTER TABLE "nexus_states" ADD COLUMN "note" text"#)).await.unwrap();
+    db.execute(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, r#"ALTER TABLE "nexus_states" ADD COLUMN "note" text"#))
+        .await
+        .unwrap();
     let r = app.post("/api/v1/calculate", Some(&a.key), &call(50)).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(num(&r.json["tracking_1099"]["vendor_ytd_total"]), 150.0, "{}", r.text);

@@ -38,10 +38,20 @@ fn stalled_body() -> Body {
 async fn oversized_bodies_are_refused_unread() {
     let app = TestApp::start(Backend::Sqlite).await.unwrap();
     let key = app.signup("big@example.com").await.key;
-    for (path, key) in [("/api/v1/calculate", Some(key.as_str())), ("/api/v1/calculate", None), ("/api/v1/transactions/ingest", Some(key.as_str())), ("/api/v1/auth/login", None)] {
+    for (path, key) in [
+        ("/api/v1/calculate", Some(key.as_str())),
+        ("/api/v1/calculate", None),
+        ("/api/v1/transactions/ingest", Some(key.as_str())),
+        ("/api/v1/auth/login", None),
+    ] {
         // Declared as 50 MB: refused before a byte of it is read.
         let pulled = Arc::new(AtomicUsize::new(0));
-        let mut req = app.client.post(path).content_type("application/json").header("Content-Length", 50 * MIB).body(counted_body(50 * MIB, pulled.clone()));
+        let mut req = app
+            .client
+            .post(path)
+            .content_type("application/json")
+            .header("Content-Length", 50 * MIB)
+            .body(counted_body(50 * MIB, pulled.clone()));
         if let Some(k) = key {
             req = req.header("X-API-Key", k);
         }
@@ -85,7 +95,14 @@ async fn a_request_that_outlives_its_bound_gets_the_envelope() {
     // The body would be waited for 30 s; the whole request is allowed 1 s.
     let bounds = Bounds { request_timeout: Duration::from_secs(1), ..Bounds::default() };
     let app = TestApp::start_with(Backend::Sqlite, Limits { bounds, ..Limits::default() }).await.unwrap();
-    let resp = app.client.post("/api/v1/calculate").header("X-Request-Id", "slow-1").content_type("application/json").body(stalled_body()).send().await;
+    let resp = app
+        .client
+        .post("/api/v1/calculate")
+        .header("X-Request-Id", "slow-1")
+        .content_type("application/json")
+        .body(stalled_body())
+        .send()
+        .await;
     resp.assert_status(poem::http::StatusCode::SERVICE_UNAVAILABLE);
     resp.assert_header("x-request-id", "slow-1");
     let json: serde_json::Value = serde_json::from_str(&resp.0.into_body().into_string().await.unwrap()).unwrap();

@@ -37,13 +37,20 @@ async fn keyed_calculate_records_and_tracks(app: TestApp) {
     assert_eq!(num(&v["tracking_1099"]["vendor_ytd_total"]), 201.0);
     assert_eq!(num(&v["tracking_1099"]["threshold"]), 2000.0);
     assert_eq!(v["tracking_1099"]["threshold_exceeded"], json!(false));
-    let advised = |v: &serde_json::Value| v["advisories"].as_array().unwrap().iter().any(|a| a["code"] == "INFORMATION_RETURN_THRESHOLD_REACHED");
+    let advised =
+        |v: &serde_json::Value| v["advisories"].as_array().unwrap().iter().any(|a| a["code"] == "INFORMATION_RETURN_THRESHOLD_REACHED");
     assert!(!advised(v));
     assert_eq!(r.header("x-ratelimit-limit").as_deref(), Some("120"));
     assert_eq!(r.header("x-ratelimit-remaining").as_deref(), Some("118"));
 
     // Crossing 2000: 201.00 + 1799.00 = 2000.00 → reached exactly, form required.
-    let r = app.post("/api/v1/calculate", Some(&a.key), &json!({"amount": 1799, "buyer_state": "TX", "role": "buyer", "counterparty_id": "vendor-1"})).await;
+    let r = app
+        .post(
+            "/api/v1/calculate",
+            Some(&a.key),
+            &json!({"amount": 1799, "buyer_state": "TX", "role": "buyer", "counterparty_id": "vendor-1"}),
+        )
+        .await;
     assert_eq!(num(&r.json["tracking_1099"]["vendor_ytd_total"]), 2000.0);
     assert_eq!(r.json["tracking_1099"]["threshold_exceeded"], json!(true));
     assert!(r.json["tracking_1099"]["form_required"].is_string());
@@ -83,7 +90,9 @@ async fn demo_calculate_answers_without_writing(app: TestApp) {
     assert!(r.json.get("audit_trail").is_none() && r.json.get("sales_tax").is_none() && r.json.get("advisories").is_none());
     assert_eq!(r.json["upgrade"]["signup"], json!("/api/v1/auth/signup"));
     // Without: 0 with the hypothetical.
-    let r = app.post("/api/v1/calculate", None, &json!({"amount": 100, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "c"})).await;
+    let r = app
+        .post("/api/v1/calculate", None, &json!({"amount": 100, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "c"}))
+        .await;
     assert_eq!(num(&r.json["total_tax"]), 0.0);
     assert_eq!(num(&r.json["tax_if_nexus"]["total_tax"]), 6.6);
     use sea_orm::{EntityTrait, PaginatorTrait};

@@ -52,7 +52,13 @@ async fn responses_and_document_snapshots() {
     // Chicago 60601: SaaS in Illinois, plus the Chicago lease tax that does not depend on nexus.
     let full = app.post("/api/v1/calculate", Some(&a.key), &json!({"amount": 1000, "buyer_state": "IL", "buyer_zip": "60601", "counterparty_id": "acme-corp", "role": "buyer", "is_b2b": true})).await;
     assert_eq!(full.status, 200, "{}", full.text);
-    let demo = app.post("/api/v1/calculate", None, &json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "acme-corp"})).await;
+    let demo = app
+        .post(
+            "/api/v1/calculate",
+            None,
+            &json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "acme-corp"}),
+        )
+        .await;
     assert_eq!(demo.status, 200, "{}", demo.text);
     let doc: Value = serde_json::from_str(&levy::api::openapi_json(app.state.clone())).unwrap();
     conforms(&doc, &full.json, "FullCalculation");
@@ -76,7 +82,24 @@ async fn document_is_served_and_complete() {
     // The frozen error enum has exactly the spec's 16 codes.
     let codes = schema(&doc, "ErrorCode")["enum"].as_array().unwrap().clone();
     assert_eq!(codes.len(), 16);
-    for c in ["INVALID_INPUT", "INVALID_JSON_BODY", "UNAUTHORIZED", "PAYMENT_REQUIRED", "FORBIDDEN", "TIER_LIMIT_REACHED", "RESOURCE_NOT_FOUND", "METHOD_NOT_ALLOWED", "RESOURCE_CONFLICT", "IDEMPOTENCY_KEY_CONFLICT", "IDEMPOTENCY_KEY_INVALID", "NEXUS_NOT_REACHED", "RATE_LIMITED", "WEBHOOK_SIGNATURE_INVALID", "INTERNAL", "DB_UNAVAILABLE"] {
+    for c in [
+        "INVALID_INPUT",
+        "INVALID_JSON_BODY",
+        "UNAUTHORIZED",
+        "PAYMENT_REQUIRED",
+        "FORBIDDEN",
+        "TIER_LIMIT_REACHED",
+        "RESOURCE_NOT_FOUND",
+        "METHOD_NOT_ALLOWED",
+        "RESOURCE_CONFLICT",
+        "IDEMPOTENCY_KEY_CONFLICT",
+        "IDEMPOTENCY_KEY_INVALID",
+        "NEXUS_NOT_REACHED",
+        "RATE_LIMITED",
+        "WEBHOOK_SIGNATURE_INVALID",
+        "INTERNAL",
+        "DB_UNAVAILABLE",
+    ] {
         assert!(codes.contains(&json!(c)), "{c}");
     }
     // Every operation is documented with a summary and its error statuses.
@@ -109,7 +132,13 @@ async fn gains_responses_conform() {
     let buy = app.post("/api/v1/trades", Some(&a.key), &json!({"asset_symbol": "AAA", "trade_type": "buy", "quantity": 10, "price_per_unit": 50, "trade_date": "2026-01-05T00:00:00Z", "asset_class": "stock"})).await;
     assert_eq!(buy.status, 201, "{}", buy.text);
     // A second buy within 30 days before the loss sale: it becomes the replacement.
-    let again = app.post("/api/v1/trades", Some(&a.key), &json!({"asset_symbol": "AAA", "trade_type": "buy", "quantity": 2, "price_per_unit": 45, "trade_date": "2026-01-20T00:00:00Z"})).await;
+    let again = app
+        .post(
+            "/api/v1/trades",
+            Some(&a.key),
+            &json!({"asset_symbol": "AAA", "trade_type": "buy", "quantity": 2, "price_per_unit": 45, "trade_date": "2026-01-20T00:00:00Z"}),
+        )
+        .await;
     assert_eq!(again.status, 201, "{}", again.text);
     let sell = app.post("/api/v1/trades", Some(&a.key), &json!({"asset_symbol": "AAA", "trade_type": "sell", "quantity": 4, "price_per_unit": 40, "trade_date": "2026-02-01T00:00:00Z", "resident_state": "NY", "estimated_annual_income": 90000, "filing_status": "mfj"})).await;
     assert_eq!(sell.status, 201, "{}", sell.text);
@@ -232,7 +261,30 @@ async fn documented_request_enums_are_the_validated_lists() {
     fields.sort();
     fields.dedup();
     // Calculate's and ingest's enums (by fact), the nested attestation and maintenance facts, signup, keys and trades.
-    for f in ["buyer_state", "transaction_type", "work_type", "role", "use_context", "digital_content_type", "payment_provider_type", "it_support_scope", "marketplace_role", "deliverable", "delivery", "support_kind", "update_delivery", "agent_work_type", "network_visibility", "type", "trade_type", "accounting_method", "tax_entity_type", "filing_status", "asset_class", "resident_state"] {
+    for f in [
+        "buyer_state",
+        "transaction_type",
+        "work_type",
+        "role",
+        "use_context",
+        "digital_content_type",
+        "payment_provider_type",
+        "it_support_scope",
+        "marketplace_role",
+        "deliverable",
+        "delivery",
+        "support_kind",
+        "update_delivery",
+        "agent_work_type",
+        "network_visibility",
+        "type",
+        "trade_type",
+        "accounting_method",
+        "tax_entity_type",
+        "filing_status",
+        "asset_class",
+        "resident_state",
+    ] {
         assert!(fields.contains(&f), "the walk did not reach `{f}` (found {fields:?})");
     }
     for (at, field, documented) in &enums {
@@ -248,7 +300,9 @@ async fn documented_request_enums_are_the_validated_lists() {
         } else {
             documented.clone()
         };
-        let Some(validated) = validated_values(field) else { panic!("{at}: `{field}` documents an enum with no validated list to compare with: {documented:?}") };
+        let Some(validated) = validated_values(field) else {
+            panic!("{at}: `{field}` documents an enum with no validated list to compare with: {documented:?}")
+        };
         assert_eq!(documented, &validated, "{at}: `{field}` documents {documented:?}, the service validates {validated:?}");
     }
     // The two that drifted: maintenance support_kind (documented `full`, never accepted) and the attestation's deliverable.

@@ -18,7 +18,10 @@ fn engine_input_fields() -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for (at, _) in DETERMINE.match_indices("EngineError::input(") {
         let rest = DETERMINE[at + "EngineError::input(".len()..].trim_start();
-        let field = rest.strip_prefix('"').and_then(|r| r.split('"').next()).unwrap_or_else(|| panic!("EngineError::input without a literal field at byte {at}"));
+        let field = rest
+            .strip_prefix('"')
+            .and_then(|r| r.split('"').next())
+            .unwrap_or_else(|| panic!("EngineError::input without a literal field at byte {at}"));
         out.insert(field.to_string());
     }
     out
@@ -30,7 +33,11 @@ const DRIVEN: &[&str] = &["buyer_state", "seller_zip"];
 #[test]
 fn every_engine_input_error_is_driven_here() {
     let fields = engine_input_fields();
-    assert_eq!(fields, DRIVEN.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>(), "add a case to tests/api/engine_input.rs for each new EngineError::input");
+    assert_eq!(
+        fields,
+        DRIVEN.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>(),
+        "add a case to tests/api/engine_input.rs for each new EngineError::input"
+    );
 }
 
 /// The intrastate seller calls that are origin-sourced (spec: TX, UT, AZ and TN; OH for license and
@@ -131,7 +138,11 @@ fn rules_without_wyoming() -> Arc<levy::rules::Registry> {
     let tmp = tempfile::tempdir().unwrap();
     copy(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("rules"), tmp.path());
     let (registry, diags, _) = levy::rules::load::load_dir_with(tmp.path(), true);
-    assert!(diags.iter().any(|d| d.message.contains("jurisdiction `WY` is missing")), "{:?}", diags.iter().map(|d| &d.message).collect::<Vec<_>>());
+    assert!(
+        diags.iter().any(|d| d.message.contains("jurisdiction `WY` is missing")),
+        "{:?}",
+        diags.iter().map(|d| &d.message).collect::<Vec<_>>()
+    );
     Arc::new(registry.expect("the partial rules load"))
 }
 
@@ -147,11 +158,20 @@ async fn state_without_rules_is_400(backend: Backend) {
         let r = app.post("/api/v1/calculate", key, &wy).await;
         assert_eq!((r.status, r.code(), r.errors()), (400, "INVALID_INPUT", expected.clone()), "{}", r.text);
     }
-    let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &json!([{"amount": 100, "buyer_state": "WA", "counterparty_id": "c"}, wy])).await;
-    assert_eq!((r.status, r.code(), r.errors()), (400, "INVALID_INPUT", vec!["records[1].buyer_state: this rule set has no rules for the state".to_string()]), "{}", r.text);
+    let r = app
+        .post("/api/v1/transactions/ingest", Some(&a.key), &json!([{"amount": 100, "buyer_state": "WA", "counterparty_id": "c"}, wy]))
+        .await;
+    assert_eq!(
+        (r.status, r.code(), r.errors()),
+        (400, "INVALID_INPUT", vec!["records[1].buyer_state: this rule set has no rules for the state".to_string()]),
+        "{}",
+        r.text
+    );
     assert_eq!(app.ledger_rows(&a.entity_id).await, 0);
     // The states it has rules for are answered.
-    let r = app.post("/api/v1/calculate", Some(&a.key), &json!({"amount": 100, "buyer_state": "WA", "role": "buyer", "counterparty_id": "c"})).await;
+    let r = app
+        .post("/api/v1/calculate", Some(&a.key), &json!({"amount": 100, "buyer_state": "WA", "role": "buyer", "counterparty_id": "c"}))
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
 }
 

@@ -31,7 +31,13 @@ async fn envelope_for_every_failure(app: TestApp) {
     assert_eq!(r.header("x-request-id").as_deref(), Some("trace-42"));
 
     // Wrong shape, wrong type, out of range, unknown field: each named.
-    let r = app.post("/api/v1/calculate", Some(&a.key), &json!({"amount": 0, "buyer_state": "XX", "counterparty_id": "c 1", "colour": "red", "is_b2b": "yes"})).await;
+    let r = app
+        .post(
+            "/api/v1/calculate",
+            Some(&a.key),
+            &json!({"amount": 0, "buyer_state": "XX", "counterparty_id": "c 1", "colour": "red", "is_b2b": "yes"}),
+        )
+        .await;
     assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"));
     let errs = r.errors().join("\n");
     for field in ["amount: must be greater than 0", "buyer_state", "counterparty_id", "colour: unknown field", "is_b2b"] {
@@ -52,7 +58,15 @@ async fn envelope_for_every_failure(app: TestApp) {
 
     // Malformed Idempotency-Key.
     let long = "k".repeat(256);
-    let r = app.request("POST", "/api/v1/calculate", Some(&a.key), &[("Idempotency-Key", &long)], Some(r#"{"amount":1,"buyer_state":"TX","counterparty_id":"c"}"#)).await;
+    let r = app
+        .request(
+            "POST",
+            "/api/v1/calculate",
+            Some(&a.key),
+            &[("Idempotency-Key", &long)],
+            Some(r#"{"amount":1,"buyer_state":"TX","counterparty_id":"c"}"#),
+        )
+        .await;
     assert_eq!((r.status, r.code()), (400, "IDEMPOTENCY_KEY_INVALID"));
 
     // Bad query parameter.
@@ -73,13 +87,24 @@ async fn database_unreachable_is_503(app: TestApp) {
     let a = app.signup("db@example.com").await;
     // A second instance whose database does not answer (nothing listens on port 1).
     let store = levy::store::Store::connect("postgres://postgres@127.0.0.1:1/none").await.unwrap();
-    let state = std::sync::Arc::new(AppState::new(store, app.state.registry.clone(), app.clock.clone(), Default::default(), app.state.data_key.clone()));
+    let state = std::sync::Arc::new(AppState::new(
+        store,
+        app.state.registry.clone(),
+        app.clock.clone(),
+        Default::default(),
+        app.state.data_key.clone(),
+    ));
     let client = poem::test::TestClient::new(build(state, true).boxed());
     let resp = client.get("/api/v1/health").send().await;
     resp.assert_status(poem::http::StatusCode::SERVICE_UNAVAILABLE);
     let v: serde_json::Value = serde_json::from_str(&resp.0.into_body().into_string().await.unwrap()).unwrap();
     assert_eq!(v["code"], json!("DB_UNAVAILABLE"));
-    let resp = client.post("/api/v1/calculate").header("X-API-Key", &a.key).body_json(&json!({"amount": 1, "buyer_state": "TX", "counterparty_id": "c"})).send().await;
+    let resp = client
+        .post("/api/v1/calculate")
+        .header("X-API-Key", &a.key)
+        .body_json(&json!({"amount": 1, "buyer_state": "TX", "counterparty_id": "c"}))
+        .send()
+        .await;
     resp.assert_status(poem::http::StatusCode::SERVICE_UNAVAILABLE);
 
     let r = app.get("/api/v1/health", None).await;
@@ -120,7 +145,14 @@ async fn connections_the_server_dropped_while_idle_are_replaced() {
     // The server ends them all, and they sit idle past the second.
     let admin = levy::store::Store::connect(&app.db.url).await.unwrap();
     let list = pids.iter().map(i32::to_string).collect::<Vec<_>>().join(", ");
-    let ended = admin.db.query_all(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid IN ({list})"))).await.unwrap();
+    let ended = admin
+        .db
+        .query_all(sea_orm::Statement::from_string(
+            sea_orm::DbBackend::Postgres,
+            format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid IN ({list})"),
+        ))
+        .await
+        .unwrap();
     assert_eq!(ended.len(), pids.len());
     tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
 
@@ -129,16 +161,25 @@ async fn connections_the_server_dropped_while_idle_are_replaced() {
     assert_eq!((r.status, &r.json["database"]["connected"]), (200, &json!(true)), "{}", r.text);
     assert_eq!(app.post("/api/v1/calculate", Some(&a.key), &call).await.status, 200);
     assert_eq!(app.get("/api/v1/transactions", Some(&a.key)).await.json["transactions"].as_array().map(Vec::len), Some(2));
-    let (pid,): (i32,) = sea_orm::sqlx::query_as("SELECT pg_backend_pid()").fetch_one(app.state.store.db.get_postgres_connection_pool()).await.unwrap();
+    let (pid,): (i32,) =
+        sea_orm::sqlx::query_as("SELECT pg_backend_pid()").fetch_one(app.state.store.db.get_postgres_connection_pool()).await.unwrap();
     assert!(!pids.contains(&pid));
 
     // A connection the server ends while a transaction holds it: the next statement fails as the server said
     // (SQLSTATE 57P01), which reads as the database being unavailable (503), not as an internal error.
     use sea_orm::TransactionTrait;
     let txn = app.state.store.db.begin().await.unwrap();
-    let row = txn.query_one(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, "SELECT pg_backend_pid() AS pid")).await.unwrap().unwrap();
+    let row = txn
+        .query_one(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, "SELECT pg_backend_pid() AS pid"))
+        .await
+        .unwrap()
+        .unwrap();
     let pid: i32 = row.try_get("", "pid").unwrap();
-    admin.db.execute(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, format!("SELECT pg_terminate_backend({pid})"))).await.unwrap();
+    admin
+        .db
+        .execute(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, format!("SELECT pg_terminate_backend({pid})")))
+        .await
+        .unwrap();
     let err = txn.execute(sea_orm::Statement::from_string(sea_orm::DbBackend::Postgres, "SELECT 1")).await.unwrap_err();
     assert!(err.to_string().contains("57P01") || err.to_string().contains("administrator"), "{err}");
     assert!(matches!(levy::store::StoreError::from(err), levy::store::StoreError::Unavailable(_)));

@@ -24,14 +24,17 @@ fn seeds() -> Vec<Vec<u8>> {
     let mut sources = levy::rules::diag::SourceMap::default();
     let (cases, _) = levy::rules::cases::load_cases(&dir, &mut sources);
     let mut out: Vec<Vec<u8>> = cases.iter().step_by(7).map(|c| c.request.to_string().into_bytes()).collect();
-    out.extend(cases.iter().step_by(29).map(|c| json!([c.request, {"amount": 5, "buyer_state": "WA", "counterparty_id": "w", "external_tx_id": "e-1"}]).to_string().into_bytes()));
+    out.extend(cases.iter().step_by(29).map(|c| {
+        json!([c.request, {"amount": 5, "buyer_state": "WA", "counterparty_id": "w", "external_tx_id": "e-1"}]).to_string().into_bytes()
+    }));
     for kind in ["bodies", "requests", "trades"] {
         out.extend(corpus(kind));
     }
     out
 }
 
-const TOKENS: &[&str] = &["{", "}", "[", "]", ",", ":", "\"", "\\", "null", "true", "-", "0", "1e999", "\"TX\"", "\"amount\"", "\u{0}", "é", " "];
+const TOKENS: &[&str] =
+    &["{", "}", "[", "]", ",", ":", "\"", "\\", "null", "true", "-", "0", "1e999", "\"TX\"", "\"amount\"", "\u{0}", "é", " "];
 
 fn mutation(n: usize) -> impl Strategy<Value = (usize, Vec<(usize, u8, usize)>)> {
     // (seed, edits): each edit at a position: 0 delete a byte, 1 insert a random byte, 2 insert a token, 3 truncate.
@@ -72,7 +75,8 @@ async fn bodies_never_get_a_500() {
     let seeds = seeds();
     let mut runner = TestRunner::new(Config { failure_persistence: None, ..Config::default() });
     let strategy = mutation(seeds.len());
-    let routes = [("/api/v1/calculate", true), ("/api/v1/calculate", false), ("/api/v1/transactions/ingest", true), ("/api/v1/trades", true)];
+    let routes =
+        [("/api/v1/calculate", true), ("/api/v1/calculate", false), ("/api/v1/transactions/ingest", true), ("/api/v1/trades", true)];
     let (started, mut sent) = (Instant::now(), 0usize);
     while started.elapsed() < budget {
         let (i, edits) = strategy.new_tree(&mut runner).unwrap().current();

@@ -35,7 +35,11 @@ async fn summary(app: &TestApp, key: &str, sym: &str) -> Value {
 /// B1 2025-01-10 10 @ 100 + 10 fee = 1010; B2 2025-06-01 5 @ 120 = 600; B3 2026-01-15 4 @ 150 + 2 = 602.
 async fn history(app: &TestApp, key: &str) -> Vec<String> {
     let mut ids = vec![];
-    for b in [buy("btc", json!(10), json!(100), json!(10), "2025-01-10T12:00:00Z"), buy("BTC", json!("5"), json!(120), json!(0), "2025-06-01T12:00:00Z"), buy("BTC", json!(4), json!(150), json!(2), "2026-01-15T12:00:00Z")] {
+    for b in [
+        buy("btc", json!(10), json!(100), json!(10), "2025-01-10T12:00:00Z"),
+        buy("BTC", json!("5"), json!(120), json!(0), "2025-06-01T12:00:00Z"),
+        buy("BTC", json!(4), json!(150), json!(2), "2026-01-15T12:00:00Z"),
+    ] {
         let r = trade(app, key, b).await;
         ids.push(r["lot"]["lot_id"].as_str().unwrap().to_string());
     }
@@ -43,7 +47,14 @@ async fn history(app: &TestApp, key: &str) -> Vec<String> {
 }
 
 fn lot_figures(v: &Value) -> (f64, f64, f64, f64, String, i64) {
-    (num(&v["quantity"]), num(&v["cost_basis"]), num(&v["proceeds"]), num(&v["gain_or_loss"]), v["term"].as_str().unwrap().to_string(), v["holding_days"].as_i64().unwrap())
+    (
+        num(&v["quantity"]),
+        num(&v["cost_basis"]),
+        num(&v["proceeds"]),
+        num(&v["gain_or_loss"]),
+        v["term"].as_str().unwrap().to_string(),
+        v["holding_days"].as_i64().unwrap(),
+    )
 }
 
 async fn fifo_lifo_and_specific_id(app: TestApp) {
@@ -55,12 +66,19 @@ async fn fifo_lifo_and_specific_id(app: TestApp) {
     let a = app.signup("fifo@example.com").await;
     let lots = history(&app, &a.key).await;
     let mut with_profile = sell.clone();
-    with_profile.as_object_mut().unwrap().extend([("filing_status".into(), json!("single")), ("estimated_annual_income".into(), json!(80000)), ("resident_state".into(), json!("CA"))]);
+    with_profile.as_object_mut().unwrap().extend([
+        ("filing_status".into(), json!("single")),
+        ("estimated_annual_income".into(), json!(80000)),
+        ("resident_state".into(), json!("CA")),
+    ]);
     let r = trade(&app, &a.key, with_profile).await;
     // Estimates (2026, single, 80,000 − 16,100 = 63,900 taxable): ST 19 at 22% = 4.18, LT 285 at 15% = 42.75 → 46.93;
     // California at its 12.3% top rate, each term rounded: 2.34 + 35.06 = 37.40.
     let (fed, st) = (&r["estimates"]["federal"], &r["estimates"]["state"]);
-    assert_eq!((fed["tax_year"].as_i64(), num(&fed["ordinary_tax"]), num(&fed["long_term_tax"]), num(&fed["total_tax"])), (Some(2026), 4.18, 42.75, 46.93));
+    assert_eq!(
+        (fed["tax_year"].as_i64(), num(&fed["ordinary_tax"]), num(&fed["long_term_tax"]), num(&fed["total_tax"])),
+        (Some(2026), 4.18, 42.75, 46.93)
+    );
     assert_eq!((st["state"].as_str(), num(&st["total_tax"])), (Some("CA"), 37.4));
     let c = r["lots_consumed"].as_array().unwrap();
     assert_eq!(c.len(), 2);
@@ -123,10 +141,26 @@ async fn holding_period_boundary(app: TestApp) {
     // Acquired 2025-03-15: sold 2026-03-15 is short-term (365 days), sold 2026-03-16 long-term (366 days).
     let a = app.signup("boundary@example.com").await;
     trade(&app, &a.key, buy("SOL", json!(2), json!(100), json!(0), "2025-03-15T09:00:00Z")).await;
-    let r = trade(&app, &a.key, json!({"asset_symbol": "SOL", "trade_type": "sell", "quantity": 1, "price_per_unit": 150, "trade_date": "2026-03-15T23:00:00Z"})).await;
-    assert_eq!((r["lots_consumed"][0]["term"].as_str().unwrap(), r["lots_consumed"][0]["holding_days"].as_i64().unwrap()), ("short_term", 365));
-    let r = trade(&app, &a.key, json!({"asset_symbol": "SOL", "trade_type": "sell", "quantity": 1, "price_per_unit": 150, "trade_date": "2026-03-16T01:00:00Z"})).await;
-    assert_eq!((r["lots_consumed"][0]["term"].as_str().unwrap(), r["lots_consumed"][0]["holding_days"].as_i64().unwrap()), ("long_term", 366));
+    let r = trade(
+        &app,
+        &a.key,
+        json!({"asset_symbol": "SOL", "trade_type": "sell", "quantity": 1, "price_per_unit": 150, "trade_date": "2026-03-15T23:00:00Z"}),
+    )
+    .await;
+    assert_eq!(
+        (r["lots_consumed"][0]["term"].as_str().unwrap(), r["lots_consumed"][0]["holding_days"].as_i64().unwrap()),
+        ("short_term", 365)
+    );
+    let r = trade(
+        &app,
+        &a.key,
+        json!({"asset_symbol": "SOL", "trade_type": "sell", "quantity": 1, "price_per_unit": 150, "trade_date": "2026-03-16T01:00:00Z"}),
+    )
+    .await;
+    assert_eq!(
+        (r["lots_consumed"][0]["term"].as_str().unwrap(), r["lots_consumed"][0]["holding_days"].as_i64().unwrap()),
+        ("long_term", 366)
+    );
 }
 
 async fn wash_sales(app: TestApp) {
@@ -146,7 +180,10 @@ async fn wash_sales(app: TestApp) {
     let r = trade(&app, &a.key, stock("buy", 60, 42, "2026-03-20T15:00:00Z")).await;
     let adj = &r["wash_sale"]["replaced_losses"][0];
     assert_eq!((adj["disposition_id"].clone(), num(&adj["quantity"]), num(&adj["disallowed_loss"])), (disposition, 60.0, 600.0));
-    assert_eq!((num(&r["lot"]["cost_basis"]), r["lot"]["holding_period_start"].as_str().unwrap(), num(&r["lot"]["wash_sale_adjustment"])), (3120.0, "2026-01-21", 600.0));
+    assert_eq!(
+        (num(&r["lot"]["cost_basis"]), r["lot"]["holding_period_start"].as_str().unwrap(), num(&r["lot"]["wash_sale_adjustment"])),
+        (3120.0, "2026-01-21", 600.0)
+    );
     let s = summary(&app, &a.key, "AAA").await;
     assert_eq!((num(&s["realized_short_term"]), num(&s["wash_sale_disallowed"]), num(&s["remaining_basis"])), (-400.0, 600.0, 3120.0));
     // Selling the replacement @ 45 on 2026-04-10: 2700 − 3120 = −420; the lot sold is not its own replacement.
@@ -172,16 +209,36 @@ async fn wash_sales(app: TestApp) {
     let r = trade(&app, &a.key, bbb("buy", 10, 85, "2026-06-10T15:00:00Z")).await;
     let lots = r["lots"].as_array().unwrap();
     assert_eq!(lots.len(), 2);
-    assert_eq!((num(&lots[0]["quantity"]), num(&lots[0]["cost_basis"]), lots[0]["holding_period_start"].as_str().unwrap()), (6.0, 630.0, "2026-05-17"));
-    assert_eq!((num(&lots[1]["quantity"]), num(&lots[1]["cost_basis"]), lots[1]["split_from"].clone()), (4.0, 340.0, lots[0]["lot_id"].clone()));
+    assert_eq!(
+        (num(&lots[0]["quantity"]), num(&lots[0]["cost_basis"]), lots[0]["holding_period_start"].as_str().unwrap()),
+        (6.0, 630.0, "2026-05-17")
+    );
+    assert_eq!(
+        (num(&lots[1]["quantity"]), num(&lots[1]["cost_basis"]), lots[1]["split_from"].clone()),
+        (4.0, 340.0, lots[0]["lot_id"].clone())
+    );
     // Basis is conserved: paid 2210, received 800, realized 0, remaining basis 440 + 630 + 340 = 1410.
     let s = summary(&app, &a.key, "BBB").await;
-    assert_eq!((num(&s["realized_total"]), num(&s["wash_sale_disallowed"]), num(&s["remaining_basis"]), num(&s["held_quantity"]), s["open_lots"].as_i64().unwrap()), (0.0, 200.0, 1410.0, 14.0, 3));
+    assert_eq!(
+        (
+            num(&s["realized_total"]),
+            num(&s["wash_sale_disallowed"]),
+            num(&s["remaining_basis"]),
+            num(&s["held_quantity"]),
+            s["open_lots"].as_i64().unwrap()
+        ),
+        (0.0, 200.0, 1410.0, 14.0, 3)
+    );
 
     // Crypto: a loss with a rebuy five days later stays allowed, and the response says why.
     let r = trade(&app, &a.key, buy("ETH", json!(2), json!(3000), json!(0), "2026-02-01T00:00:00Z")).await;
     assert_eq!(r["wash_sale"]["rule_applies"], json!(false));
-    let r = trade(&app, &a.key, json!({"asset_symbol": "ETH", "trade_type": "sell", "quantity": 2, "price_per_unit": 2500, "trade_date": "2026-02-10T00:00:00Z"})).await;
+    let r = trade(
+        &app,
+        &a.key,
+        json!({"asset_symbol": "ETH", "trade_type": "sell", "quantity": 2, "price_per_unit": 2500, "trade_date": "2026-02-10T00:00:00Z"}),
+    )
+    .await;
     assert_eq!((num(&r["realized_gain_loss"]), r["wash_sale"]["rule_applies"].clone()), (-1000.0, json!(false)));
     assert!(r["wash_sale"]["reason"].as_str().unwrap().contains("asset_class crypto"), "{}", r["wash_sale"]);
     let r = trade(&app, &a.key, buy("ETH", json!(2), json!(2600), json!(0), "2026-02-15T00:00:00Z")).await;
@@ -194,11 +251,27 @@ async fn wash_sales(app: TestApp) {
     let r = app.get("/api/v1/export/1099-da?year=2026", Some(&a.key)).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let t = &r.json["totals"]["short_term"];
-    assert_eq!((t["count"].as_u64().unwrap(), num(&t["box_1f_proceeds"]), num(&t["box_1g_cost_or_other_basis"]), num(&t["box_1i_wash_sale_loss_disallowed"]), num(&t["gain_or_loss"])), (4, 12500.0, 15120.0, 800.0, -1820.0));
+    assert_eq!(
+        (
+            t["count"].as_u64().unwrap(),
+            num(&t["box_1f_proceeds"]),
+            num(&t["box_1g_cost_or_other_basis"]),
+            num(&t["box_1i_wash_sale_loss_disallowed"]),
+            num(&t["gain_or_loss"])
+        ),
+        (4, 12500.0, 15120.0, 800.0, -1820.0)
+    );
     assert_eq!(r.json["totals"]["long_term"]["count"], json!(0));
     assert_eq!(r.json["draft"], json!(true));
     let first = &r.json["entries"][1];
-    assert_eq!((first["box_1d_date_acquired"].as_str().unwrap(), first["box_1e_date_sold_or_disposed"].as_str().unwrap(), num(&first["box_1i_wash_sale_loss_disallowed"])), ("2026-01-02", "2026-03-01", 600.0));
+    assert_eq!(
+        (
+            first["box_1d_date_acquired"].as_str().unwrap(),
+            first["box_1e_date_sold_or_disposed"].as_str().unwrap(),
+            num(&first["box_1i_wash_sale_loss_disallowed"])
+        ),
+        ("2026-01-02", "2026-03-01", 600.0)
+    );
 }
 
 async fn oversell_backdating_and_exactness(app: TestApp) {
@@ -213,10 +286,20 @@ async fn oversell_backdating_and_exactness(app: TestApp) {
     let r = trade(&app, &a.key, buy("SOL", json!("0.12345678"), json!(1), json!(0), "2026-06-01T00:00:00Z")).await;
     assert_eq!(r["lot"]["quantity"].to_string(), "0.12345678");
     // Backdated sell: on 2026-03-01 only the 2026-01-01 lot was held, so 1.1 is too many.
-    let e = rejected(&app, &a.key, json!({"asset_symbol": "SOL", "trade_type": "sell", "quantity": 1.1, "price_per_unit": 1, "trade_date": "2026-03-01T00:00:00Z"})).await;
+    let e = rejected(
+        &app,
+        &a.key,
+        json!({"asset_symbol": "SOL", "trade_type": "sell", "quantity": 1.1, "price_per_unit": 1, "trade_date": "2026-03-01T00:00:00Z"}),
+    )
+    .await;
     assert!(e[0].contains("only 1.00000000 were held on 2026-03-01"), "{e:?}");
     // A sell dated 2026-05-01 takes the January lot (FIFO by acquisition, lots after the date unseen) ...
-    let r = trade(&app, &a.key, json!({"asset_symbol": "SOL", "trade_type": "sell", "quantity": 1, "price_per_unit": 130, "trade_date": "2026-05-01T00:00:00Z"})).await;
+    let r = trade(
+        &app,
+        &a.key,
+        json!({"asset_symbol": "SOL", "trade_type": "sell", "quantity": 1, "price_per_unit": 130, "trade_date": "2026-05-01T00:00:00Z"}),
+    )
+    .await;
     assert_eq!((num(&r["realized_gain_loss"]), r["lots_consumed"][0]["acquired"].as_str().unwrap()), (30.0, "2026-01-01T00:00:00.000Z"));
     // ... and then nothing of SOL may be dated before it; after it is fine.
     let e = rejected(&app, &a.key, buy("SOL", json!(1), json!(1), json!(0), "2026-04-30T00:00:00Z")).await;
@@ -240,7 +323,10 @@ async fn lists_exports_idempotency_and_tenancy(app: TestApp) {
     let first = app.request("POST", "/api/v1/trades", Some(&a.key), &[("Idempotency-Key", "sell-1")], Some(&sell.to_string())).await;
     assert_eq!(first.status, 201);
     let again = app.request("POST", "/api/v1/trades", Some(&a.key), &[("Idempotency-Key", "sell-1")], Some(&sell.to_string())).await;
-    assert_eq!((again.status, again.text.as_str(), again.header("X-Idempotency-Status").as_deref()), (201, first.text.as_str(), Some("cached")));
+    assert_eq!(
+        (again.status, again.text.as_str(), again.header("X-Idempotency-Status").as_deref()),
+        (201, first.text.as_str(), Some("cached"))
+    );
     let mut changed = sell.clone();
     changed["quantity"] = json!(1);
     let clash = app.request("POST", "/api/v1/trades", Some(&a.key), &[("Idempotency-Key", "sell-1")], Some(&changed.to_string())).await;
@@ -271,8 +357,18 @@ async fn lists_exports_idempotency_and_tenancy(app: TestApp) {
     let r = app.get("/api/v1/export/1099-da", Some(&a.key)).await;
     assert_eq!((r.status, r.json["tax_year"].clone()), (200, json!(2026)));
     let t = &r.json["totals"];
-    assert_eq!((num(&t["short_term"]["box_1f_proceeds"]), num(&t["short_term"]["box_1g_cost_or_other_basis"]), num(&t["short_term"]["gain_or_loss"])), (259.0, 240.0, 19.0));
-    assert_eq!((num(&t["long_term"]["box_1f_proceeds"]), num(&t["long_term"]["box_1g_cost_or_other_basis"]), num(&t["long_term"]["gain_or_loss"])), (1295.0, 1010.0, 285.0));
+    assert_eq!(
+        (
+            num(&t["short_term"]["box_1f_proceeds"]),
+            num(&t["short_term"]["box_1g_cost_or_other_basis"]),
+            num(&t["short_term"]["gain_or_loss"])
+        ),
+        (259.0, 240.0, 19.0)
+    );
+    assert_eq!(
+        (num(&t["long_term"]["box_1f_proceeds"]), num(&t["long_term"]["box_1g_cost_or_other_basis"]), num(&t["long_term"]["gain_or_loss"])),
+        (1295.0, 1010.0, 285.0)
+    );
     assert_eq!((t["all"]["count"].clone(), num(&t["all"]["gain_or_loss"])), (json!(2), 304.0));
     assert_eq!(r.json["recipient"]["email"], json!("lists@example.com"));
     assert_eq!(app.get("/api/v1/export/1099-da?year=2025", Some(&a.key)).await.json["entries"], json!([]));
@@ -323,7 +419,12 @@ async fn concurrent_sells_never_share_a_lot(app: TestApp) {
         let client = app.client.clone();
         let key = a.key.clone();
         tasks.push(tokio::spawn(async move {
-            let r = client.post("/api/v1/trades").header("X-API-Key", key).body_json(&json!({"asset_symbol": "DOT", "trade_type": "sell", "quantity": 1, "price_per_unit": 100})).send().await;
+            let r = client
+                .post("/api/v1/trades")
+                .header("X-API-Key", key)
+                .body_json(&json!({"asset_symbol": "DOT", "trade_type": "sell", "quantity": 1, "price_per_unit": 100}))
+                .send()
+                .await;
             let status = r.0.status().as_u16();
             let body: Value = serde_json::from_str(&r.0.into_body().into_string().await.unwrap()).unwrap();
             (status, body)
@@ -347,4 +448,12 @@ async fn concurrent_sells_never_share_a_lot(app: TestApp) {
     assert_eq!((num(&s["held_quantity"]), s["open_lots"].as_i64().unwrap(), num(&s["realized_total"])), (0.0, 0, 350.0));
 }
 
-on_both!(concurrent_sells_never_share_a_lot, fifo_lifo_and_specific_id, holding_period_boundary, wash_sales, oversell_backdating_and_exactness, lists_exports_idempotency_and_tenancy, capital_gains_rates);
+on_both!(
+    concurrent_sells_never_share_a_lot,
+    fifo_lifo_and_specific_id,
+    holding_period_boundary,
+    wash_sales,
+    oversell_backdating_and_exactness,
+    lists_exports_idempotency_and_tenancy,
+    capital_gains_rates
+);

@@ -23,18 +23,38 @@ async fn replays_and_conflicts(app: TestApp) {
     // 1099 counted once: 250.
     assert_eq!(num(&again.json["tracking_1099"]["vendor_ytd_total"]), 250.0);
 
-    let other = app.request("POST", "/api/v1/calculate", Some(&a.key), &key, Some(r#"{"amount": 251, "buyer_state": "TX", "counterparty_id": "c-9"}"#)).await;
+    let other = app
+        .request("POST", "/api/v1/calculate", Some(&a.key), &key, Some(r#"{"amount": 251, "buyer_state": "TX", "counterparty_id": "c-9"}"#))
+        .await;
     assert_eq!((other.status, other.code()), (409, "IDEMPOTENCY_KEY_CONFLICT"));
 
     // A failed request releases its key: a corrected retry with the same key goes through.
-    let bad = app.request("POST", "/api/v1/calculate", Some(&a.key), &[("Idempotency-Key", "order-1002")], Some(r#"{"amount": -5, "buyer_state": "TX", "counterparty_id": "c"}"#)).await;
+    let bad = app
+        .request(
+            "POST",
+            "/api/v1/calculate",
+            Some(&a.key),
+            &[("Idempotency-Key", "order-1002")],
+            Some(r#"{"amount": -5, "buyer_state": "TX", "counterparty_id": "c"}"#),
+        )
+        .await;
     assert_eq!(bad.status, 400);
-    let fixed = app.request("POST", "/api/v1/calculate", Some(&a.key), &[("Idempotency-Key", "order-1002")], Some(r#"{"amount": 5, "buyer_state": "TX", "counterparty_id": "c"}"#)).await;
+    let fixed = app
+        .request(
+            "POST",
+            "/api/v1/calculate",
+            Some(&a.key),
+            &[("Idempotency-Key", "order-1002")],
+            Some(r#"{"amount": 5, "buyer_state": "TX", "counterparty_id": "c"}"#),
+        )
+        .await;
     assert_eq!(fixed.status, 200, "{}", fixed.text);
 
     // After 24 hours the key is free again.
     app.clock.advance_ms(23 * 3_600_000 + 1);
-    let later = app.request("POST", "/api/v1/calculate", Some(&a.key), &key, Some(r#"{"amount": 251, "buyer_state": "TX", "counterparty_id": "c-9"}"#)).await;
+    let later = app
+        .request("POST", "/api/v1/calculate", Some(&a.key), &key, Some(r#"{"amount": 251, "buyer_state": "TX", "counterparty_id": "c-9"}"#))
+        .await;
     assert_eq!(later.status, 200, "{}", later.text);
     assert!(later.header("x-idempotency-status").is_none());
     assert_eq!(app.ledger_rows(&a.entity_id).await, 3);

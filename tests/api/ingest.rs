@@ -36,7 +36,9 @@ async fn ingest_records_and_replays(app: TestApp) {
     assert_eq!(r.json["records"][0]["duplicate"], json!(true));
 
     // A batch with one bad record is rejected whole, naming index and field.
-    let mut batch: Vec<serde_json::Value> = (0..5).map(|i| json!({"amount": 10 + i, "buyer_state": "TX", "counterparty_id": format!("b{i}"), "external_tx_id": format!("batch-{i}")})).collect();
+    let mut batch: Vec<serde_json::Value> = (0..5)
+        .map(|i| json!({"amount": 10 + i, "buyer_state": "TX", "counterparty_id": format!("b{i}"), "external_tx_id": format!("batch-{i}")}))
+        .collect();
     batch[3]["amount"] = json!("ten");
     batch[4]["colour"] = json!("blue");
     let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &json!(batch)).await;
@@ -74,12 +76,22 @@ async fn ledger_rows_are_readable_by_sql(app: TestApp) {
     let a = app.signup("readable@example.com").await;
     app.set_nexus(&a.key, &["TX"]).await;
     // 1000 of SaaS into Austin: 8.25% on 80% = 66.00 (the README's walk-through).
-    let r = app.post("/api/v1/calculate", Some(&a.key), &json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "c"})).await;
+    let r = app
+        .post(
+            "/api/v1/calculate",
+            Some(&a.key),
+            &json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "c"}),
+        )
+        .await;
     assert_eq!((r.status, num(&r.json["total_tax"])), (200, 66.0), "{}", r.text);
     // The stored body is the answer's JSON, which each database's own JSON functions read.
     let sql = match app.backend {
-        Backend::Sqlite => r#"SELECT json_extract("result", '$.total_tax') AS "t", json_extract("result", '$.transaction_id') AS "id" FROM "transactions""#,
-        Backend::Postgres => r#"SELECT ("result"::jsonb ->> 'total_tax')::float8 AS "t", "result"::jsonb ->> 'transaction_id' AS "id" FROM "transactions""#,
+        Backend::Sqlite => {
+            r#"SELECT json_extract("result", '$.total_tax') AS "t", json_extract("result", '$.transaction_id') AS "id" FROM "transactions""#
+        }
+        Backend::Postgres => {
+            r#"SELECT ("result"::jsonb ->> 'total_tax')::float8 AS "t", "result"::jsonb ->> 'transaction_id' AS "id" FROM "transactions""#
+        }
     };
     let db = &app.state.store.db;
     let rows = db.query_all(Statement::from_string(db.get_database_backend(), sql)).await.unwrap();
@@ -99,4 +111,3 @@ async fn ledger_rows_are_readable_by_sql(app: TestApp) {
 }
 
 on_both!(ingest_records_and_replays, ledger_rows_are_readable_by_sql);
-

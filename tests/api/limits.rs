@@ -189,14 +189,19 @@ async fn login_failures_are_limited(app: TestApp) {
     // too, and on the other instance: the window (shared in the database) ends at 10:15, 800 s away.
     app.clock.advance_ms(100_000);
     for (inst, address, password) in [(&app, "203.0.113.20", "wrong password"), (&other, "198.51.100.20", "correct horse battery")] {
-        let r = inst.request("POST", "/api/v1/auth/login", None, &[("X-Forwarded-For", address)], Some(&login("Guess@Example.com", password))).await;
+        let r = inst
+            .request("POST", "/api/v1/auth/login", None, &[("X-Forwarded-For", address)], Some(&login("Guess@Example.com", password)))
+            .await;
         assert_eq!((r.status, r.code()), (429, "RATE_LIMITED"), "{}", r.text);
         assert_eq!(r.header("retry-after").as_deref(), Some("800"));
     }
     // The next window: 9 failures, then the right password, which forgets them: 10 more failures pass as 401s.
     app.clock.set("2026-11-21T10:15:00Z".parse().unwrap());
     for _ in 0..9 {
-        assert_eq!(app.request("POST", "/api/v1/auth/login", None, &ip, Some(&login("guess@example.com", "wrong password"))).await.status, 401);
+        assert_eq!(
+            app.request("POST", "/api/v1/auth/login", None, &ip, Some(&login("guess@example.com", "wrong password"))).await.status,
+            401
+        );
     }
     let r = app.request("POST", "/api/v1/auth/login", None, &ip, Some(&login("guess@example.com", "correct horse battery"))).await;
     assert_eq!(r.status, 200, "{}", r.text);
@@ -221,7 +226,15 @@ async fn login_failures_are_limited_per_address(app: TestApp) {
     let r = app.request("POST", "/api/v1/auth/login", None, &ip, Some(&login("someone-else@example.com", "Summer2026!"))).await;
     assert_eq!((r.status, r.header("retry-after").as_deref()), (429, Some("900")));
     // Another address is counted apart, and the right password still opens the account from it.
-    let r = app.request("POST", "/api/v1/auth/login", None, &[("X-Forwarded-For", "198.51.100.21")], Some(&login("sprayed@example.com", "correct horse battery"))).await;
+    let r = app
+        .request(
+            "POST",
+            "/api/v1/auth/login",
+            None,
+            &[("X-Forwarded-For", "198.51.100.21")],
+            Some(&login("sprayed@example.com", "correct horse battery")),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
 }
 
@@ -237,7 +250,15 @@ async fn signups_are_limited_per_address(app: TestApp) {
     };
     // Invalid signups create nothing and do not count.
     for _ in 0..3 {
-        let r = app.request("POST", "/api/v1/auth/signup", None, &ip, Some(r#"{"email": "no-at-sign", "password": "correct horse battery", "agent_name": "a", "agent_work_type": "compute"}"#)).await;
+        let r = app
+            .request(
+                "POST",
+                "/api/v1/auth/signup",
+                None,
+                &ip,
+                Some(r#"{"email": "no-at-sign", "password": "correct horse battery", "agent_name": "a", "agent_work_type": "compute"}"#),
+            )
+            .await;
         assert_eq!(r.status, 400);
     }
     // Four accounts and one taken email are the hour's five (10:00–11:00); the sixth is refused for 3600 s.
@@ -249,7 +270,9 @@ async fn signups_are_limited_per_address(app: TestApp) {
     assert_eq!((r.status, r.code(), r.header("retry-after").as_deref()), (429, "RATE_LIMITED", Some("3600")), "{}", r.text);
     assert!(app.state.store.entity_by_email("farm5@example.com").await.unwrap().is_none(), "nothing written");
     // Another address is counted apart.
-    let r = app.request("POST", "/api/v1/auth/signup", None, &[("X-Forwarded-For", "198.51.100.30")], Some(&signup_body("farm5@example.com"))).await;
+    let r = app
+        .request("POST", "/api/v1/auth/signup", None, &[("X-Forwarded-For", "198.51.100.30")], Some(&signup_body("farm5@example.com")))
+        .await;
     assert_eq!(r.status, 201);
     // Hours 11, 12 and 13 bring five each, but the UTC day holds 20 (the refused one counted too: 6 + 5 + 5 + 4):
     // at 13:00 the fifth is refused until midnight, 11 hours away.
@@ -266,4 +289,11 @@ async fn signups_are_limited_per_address(app: TestApp) {
 
 on_both!(login_failures_are_limited, login_failures_are_limited_per_address, signups_are_limited_per_address);
 
-on_both!(keyed_burst_limit, monthly_allowance, demo_limits, two_instances_share_limits, calculate_burst_is_exact_across_instances, leased_units_never_exceed_the_limit);
+on_both!(
+    keyed_burst_limit,
+    monthly_allowance,
+    demo_limits,
+    two_instances_share_limits,
+    calculate_burst_is_exact_across_instances,
+    leased_units_never_exceed_the_limit
+);

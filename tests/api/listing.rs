@@ -69,7 +69,11 @@ async fn list_filters_the_sdk_sends(app: TestApp) {
     let errors = r.errors();
     assert_eq!(errors.len(), 2, "{errors:?}");
     assert!(errors[0].starts_with("buyer_state: `XX` is not a two-letter US state code or DC"), "{errors:?}");
-    assert!(errors[1].starts_with("transaction_type: `sass` is not one of: compute, api_access,") && errors[1].ends_with("; did you mean `saas`?"), "{errors:?}");
+    assert!(
+        errors[1].starts_with("transaction_type: `sass` is not one of: compute, api_access,")
+            && errors[1].ends_with("; did you mean `saas`?"),
+        "{errors:?}"
+    );
     for (query, field) in [("?offset=-1", "offset"), ("?limit=0", "limit"), ("?limit=1001", "limit"), ("?offset=ten", "offset")] {
         let r = list(query).await;
         assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"), "{query}: {}", r.text);

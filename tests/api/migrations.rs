@@ -14,8 +14,11 @@ async fn packed_rows_are_unpacked(backend: Backend) {
     let b = conn.get_database_backend();
     // The schema as the packing migration left it.
     Migrator::up(conn, Some(5)).await.unwrap();
-    let dictionary = br#"{"success":true,"engine_version":"1.5","mode":"live","role":"seller","buyer_state":"TX","final_determination":"taxable"}"#.repeat(8);
-    let body = r#"{"success":true,"engine_version":"1.5","mode":"live","role":"seller","buyer_state":"TX","total_tax":66.0,"note":"é \" \\ 税"}"#;
+    let dictionary =
+        br#"{"success":true,"engine_version":"1.5","mode":"live","role":"seller","buyer_state":"TX","final_determination":"taxable"}"#
+            .repeat(8);
+    let body =
+        r#"{"success":true,"engine_version":"1.5","mode":"live","role":"seller","buyer_state":"TX","total_tax":66.0,"note":"é \" \\ 税"}"#;
     // Two frames, as the batch wrote them: each piece compressed on its own against the dictionary.
     let (head, tail) = body.split_at(60);
     let mut c = zstd::bulk::Compressor::with_dictionary(-1, &dictionary).unwrap();
@@ -26,7 +29,10 @@ async fn packed_rows_are_unpacked(backend: Backend) {
     let insert_row = |id: &str, result: &str, packed: Option<Vec<u8>>| {
         let sql = format!(
             r#"INSERT INTO "transactions" ("id", "entity_id", "created_at", "role", "buyer_state", "counterparty_id", "amount", "amount_micros", "total_tax", "source", "request", "result", "result_dictionary", "result_zstd") VALUES ({}, 'ent_1', 1, 'seller', 'TX', 'c', '1000', 1000000000, '66.00', 'calculate', '{{}}', {}, {}, {})"#,
-            p(1), p(2), p(3), p(4)
+            p(1),
+            p(2),
+            p(3),
+            p(4)
         );
         let dictionary = packed.as_ref().map(|_| "d1".to_string());
         Statement::from_sql_and_values(b, sql, [Value::from(id), Value::from(result), Value::from(dictionary), Value::from(packed)])
@@ -40,7 +46,8 @@ async fn packed_rows_are_unpacked(backend: Backend) {
     assert_eq!(got, vec![("tx_packed".to_string(), body.to_string()), ("tx_text".to_string(), r#"{"total_tax":1.0}"#.to_string())]);
     // The packing columns and the dictionaries are gone. (Unquoted: SQLite reads a double-quoted name that is no
     // column as a string.)
-    for gone in ["SELECT result_zstd FROM transactions", "SELECT result_dictionary FROM transactions", "SELECT * FROM ledger_dictionaries"] {
+    for gone in ["SELECT result_zstd FROM transactions", "SELECT result_dictionary FROM transactions", "SELECT * FROM ledger_dictionaries"]
+    {
         assert!(conn.query_all(Statement::from_string(b, gone)).await.is_err(), "{gone}");
     }
 }

@@ -10,7 +10,13 @@ async fn nexus_merge_and_alerts(app: TestApp) {
     let r = app.get("/api/v1/nexus", Some(&a.key)).await;
     assert_eq!(r.json["nexus_configured"], json!(false));
 
-    let r = app.post("/api/v1/nexus", Some(&a.key), &json!({"nexus": {"tx": {"hasNexus": true, "reason": "office in Austin"}, "CA": {"hasNexus": true}}})).await;
+    let r = app
+        .post(
+            "/api/v1/nexus",
+            Some(&a.key),
+            &json!({"nexus": {"tx": {"hasNexus": true, "reason": "office in Austin"}, "CA": {"hasNexus": true}}}),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json["states_with_nexus"], json!(["CA", "TX"]));
     // Merge: only NY is written; TX and CA keep theirs. Then CA removed.
@@ -46,7 +52,8 @@ async fn nexus_merge_and_alerts(app: TestApp) {
     assert_eq!(alert["level"], json!("approaching"));
     assert_eq!(alert["has_nexus"], json!(false));
     // Buyer-role purchases are not sales: they do not count.
-    app.post("/api/v1/calculate", Some(&a.key), &json!({"amount": 50000, "buyer_state": "SD", "role": "buyer", "counterparty_id": "big"})).await;
+    app.post("/api/v1/calculate", Some(&a.key), &json!({"amount": 50000, "buyer_state": "SD", "role": "buyer", "counterparty_id": "big"}))
+        .await;
     let r = app.get("/api/v1/nexus-alerts", Some(&a.key)).await;
     assert_eq!(r.json["alerts"].as_array().unwrap().len(), 1);
     assert_eq!(num(&r.json["alerts"][0]["revenue"]), 81000.0);
@@ -61,9 +68,18 @@ async fn empty_nexus_map_changes_nothing(app: TestApp) {
     let r = app.get("/api/v1/nexus", Some(&a.key)).await;
     assert_eq!(r.json["nexus_configured"], json!(false));
     // A seller call still answers as for an account without nexus settings: 0 now, 1000 × 6.5% = 65.00 with nexus.
-    let r = app.post("/api/v1/calculate", Some(&a.key), &json!({"amount": 1000, "buyer_state": "WA", "transaction_type": "saas", "counterparty_id": "c"})).await;
+    let r = app
+        .post(
+            "/api/v1/calculate",
+            Some(&a.key),
+            &json!({"amount": 1000, "buyer_state": "WA", "transaction_type": "saas", "counterparty_id": "c"}),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!((&r.json["nexus_configured"], num(&r.json["total_tax"]), num(&r.json["tax_if_nexus"]["total_tax"])), (&json!(false), 0.0, 65.0));
+    assert_eq!(
+        (&r.json["nexus_configured"], num(&r.json["total_tax"]), num(&r.json["tax_if_nexus"]["total_tax"])),
+        (&json!(false), 0.0, 65.0)
+    );
 
     // After a real setting, an empty map keeps it as it is.
     app.set_nexus(&a.key, &["WA"]).await;

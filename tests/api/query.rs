@@ -57,7 +57,11 @@ async fn every_documented_operation_refuses_unknown_query_parameters() {
         for method in item.as_object().unwrap().keys() {
             let r = app.request(&method.to_ascii_uppercase(), &format!("{path}?zz_not_a_parameter=1"), None, &[], None).await;
             assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"), "{method} {path}: {}", r.text);
-            assert!(r.errors()[0].starts_with("zz_not_a_parameter: unknown query parameter `zz_not_a_parameter`"), "{method} {path}: {:?}", r.errors());
+            assert!(
+                r.errors()[0].starts_with("zz_not_a_parameter: unknown query parameter `zz_not_a_parameter`"),
+                "{method} {path}: {:?}",
+                r.errors()
+            );
             let r = app.request(&method.to_ascii_uppercase(), path, None, &[], None).await;
             assert!(!r.errors().iter().any(|e| e.contains("unknown query parameter")), "{method} {path}: {}", r.text);
             checked += 1;

@@ -9,17 +9,36 @@ async fn accounts_are_walled_off(app: TestApp) {
     let a = app.signup("tenant-a@example.com").await;
     let b = app.signup("tenant-b@example.com").await;
     app.set_nexus(&a.key, &["TX"]).await;
-    let r = app.request("POST", "/api/v1/calculate", Some(&a.key), &[("Idempotency-Key", "shared-key")], Some(r#"{"amount": 100, "buyer_state": "TX", "counterparty_id": "c"}"#)).await;
+    let r = app
+        .request(
+            "POST",
+            "/api/v1/calculate",
+            Some(&a.key),
+            &[("Idempotency-Key", "shared-key")],
+            Some(r#"{"amount": 100, "buyer_state": "TX", "counterparty_id": "c"}"#),
+        )
+        .await;
     assert_eq!(r.status, 200);
     let a_tx = r.json["transaction_id"].as_str().unwrap().to_string();
-    app.post("/api/v1/transactions/ingest", Some(&a.key), &json!({"amount": 5, "buyer_state": "TX", "counterparty_id": "c", "external_tx_id": "ext-1"})).await;
+    app.post(
+        "/api/v1/transactions/ingest",
+        Some(&a.key),
+        &json!({"amount": 5, "buyer_state": "TX", "counterparty_id": "c", "external_tx_id": "ext-1"}),
+    )
+    .await;
 
     // Transactions: B sees none of A's.
     let r = app.get("/api/v1/transactions", Some(&b.key)).await;
     assert_eq!(r.json["count"], json!(0));
     assert!(!r.text.contains(&a_tx));
     // Ingest: B's external id space is its own; A's record is not returned to B.
-    let r = app.post("/api/v1/transactions/ingest", Some(&b.key), &json!({"amount": 5, "buyer_state": "TX", "counterparty_id": "c", "external_tx_id": "ext-1"})).await;
+    let r = app
+        .post(
+            "/api/v1/transactions/ingest",
+            Some(&b.key),
+            &json!({"amount": 5, "buyer_state": "TX", "counterparty_id": "c", "external_tx_id": "ext-1"}),
+        )
+        .await;
     assert_eq!(r.status, 201);
     assert_eq!(r.json["records"][0]["duplicate"], json!(false));
     // Nexus: B's stays unconfigured; B's calls do not use A's nexus.

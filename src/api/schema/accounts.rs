@@ -7,7 +7,10 @@ use super::calculate::WorkType;
 
 #[derive(Enum, Clone, Copy)]
 #[oai(rename_all = "snake_case")]
-pub enum Visibility { Public, Private }
+pub enum Visibility {
+    Public,
+    Private,
+}
 
 /// Signup attribution; each value at most 200 characters, landing_page at most 500.
 #[derive(Object)]
@@ -137,7 +140,9 @@ pub struct KeyList {
 
 #[derive(Enum, Clone, Copy)]
 #[oai(rename_all = "snake_case")]
-pub enum KeyType { Live }
+pub enum KeyType {
+    Live,
+}
 
 /// Body of POST /api/v1/keys.
 #[derive(Object)]

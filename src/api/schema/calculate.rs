@@ -321,7 +321,7 @@ pub struct AuditTrail {
     pub jurisdiction_chain: Vec<Obj>,
     /// State plus local rate.
     pub combined_rate: f64,
-    /// input_transaction_type, input_work_type, resolved_work_type, work_type_source, economic_category, label, digital_content_type_applied.
+    /// input_transaction_type, input_work_type, resolved_work_type, work_type_source, economic_category, derivation (how the work type was reached), label, digital_content_type_applied.
     pub classification: Obj,
     /// source, state, category, taxable, note, digital_content_type_override, digital_content_type_rule.
     pub taxability: Obj,

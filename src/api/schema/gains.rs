@@ -28,7 +28,10 @@ listed_enum!(
 
 #[derive(Enum, Clone, Copy)]
 #[oai(rename_all = "snake_case")]
-pub enum Term { ShortTerm, LongTerm }
+pub enum Term {
+    ShortTerm,
+    LongTerm,
+}
 
 /// Body of POST /api/v1/trades. Unknown fields are rejected; every invalid field is reported at once.
 #[derive(Object)]

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use poem_openapi::{Object, Union};
 use super::calculate::Obj;
+use poem_openapi::{Object, Union};
 
 use super::calculate::{CalculateRequest, FullCalculation, NexusAlert};
 
