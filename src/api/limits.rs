@@ -103,12 +103,17 @@ impl AppState {
         Ok((count, start + len_ms))
     }
 
+    /// The login window, in ms (at least a second).
+    fn login_window_ms(&self) -> i64 {
+        self.limits.login_window_secs.max(1) * 1000
+    }
+
     /// Counts a login attempt for `email` (registered or not) and for the client's address, before any password is
     /// checked. Past either window's limit: 429 with Retry-After. A login that succeeds gives its attempt back
     /// ([`AppState::login_succeeded`]), so what the windows hold is failures (and attempts still running).
     pub async fn check_login(&self, email: &str, ip: &str) -> Result<(), ApiError> {
         let now = self.clock.now_ms();
-        let len = self.limits.login_window_secs.max(1) * 1000;
+        let len = self.login_window_ms();
         let (account, end) = self.count_in_window(&login_account(email), now, len, 1).await?;
         let (address, _) = self.count_in_window(&login_address(ip), now, len, 1).await?;
         if account > self.limits.login_failures_per_account || address > self.limits.login_failures_per_address {
@@ -125,7 +130,7 @@ impl AppState {
     /// A successful login: the account's failures are forgotten, and the address's count of this attempt returned.
     pub async fn login_succeeded(&self, email: &str, ip: &str) -> Result<(), ApiError> {
         self.store.clear_counter(&login_account(email)).await?;
-        let len = self.limits.login_window_secs.max(1) * 1000;
+        let len = self.login_window_ms();
         self.count_in_window(&login_address(ip), self.clock.now_ms(), len, -1).await?;
         Ok(())
     }

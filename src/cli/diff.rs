@@ -86,17 +86,7 @@ fn grid(a: &Registry, b: &Registry) -> Vec<Value> {
             let mut req = json!({"amount": 1000, "buyer_state": state, "transaction_type": tt, "counterparty_id": "diff"});
             let obj = req.as_object_mut();
             let Some(obj) = obj else { continue };
-            let attestation = [
-                "written_for_buyer",
-                "not_offered_to_others",
-                "deliverable",
-                "is_modification_of_prewritten",
-                "separately_stated_charge",
-                "all_rights_transferred",
-                "delivery",
-                "il_requirements_analysis_and_adaptation",
-                "il_assembled_modules_50pct",
-            ];
+            let attestation = crate::engine::request::ATTESTATION_FIELDS;
             let maintenance = [
                 "mandatory",
                 "includes_upgrades",

@@ -74,7 +74,8 @@ const TOP_FIELDS: &[&str] = &[
     "seller_remitting",
 ];
 
-const ATTESTATION_FIELDS: &[&str] = &[
+/// The members of `custom_software_attestation`.
+pub const ATTESTATION_FIELDS: &[&str] = &[
     "written_for_buyer",
     "not_offered_to_others",
     "deliverable",
