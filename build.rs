@@ -1,6 +1,10 @@
-//! Compiles the rule files into the binary: `$OUT_DIR/embedded_rules.rs` lists each YAML file under `rules/`
-//! (not its scenario tests) with its bytes. They are the service's rules unless `--rules` / `LEVY_RULES` names
-//! a directory (`src/rules/embedded.rs`, `src/server.rs`).
+//! Checks the rule files and compiles them into the binary.
+//!
+//! - The check is the one `levy rules check` runs (`levy_rules::report`, lang/): on any error, each diagnostic
+//!   is printed as the analysts read it (file:line:col, the line, a caret, help) and the build fails.
+//! - `$OUT_DIR/embedded_rules.rs` lists each YAML file under `rules/` (not its scenario tests) with its bytes.
+//!   They are the service's rules unless `--rules` / `LEVY_RULES` names a directory (`src/rules/embedded.rs`,
+//!   `src/server.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +27,14 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let root = manifest.join("rules");
     println!("cargo:rerun-if-changed=rules");
+    let (lines, verdict) = levy_rules::report::build_check(&root);
+    for line in lines {
+        println!("{line}");
+    }
+    if let Err(failure) = verdict {
+        eprintln!("error: {failure}");
+        std::process::exit(1);
+    }
     let mut files = Vec::new();
     collect(&root, &root, &mut files);
     files.sort();

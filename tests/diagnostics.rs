@@ -107,3 +107,46 @@ fn a_file_that_is_not_yaml_is_one_located_error_not_a_panic() {
     let d = diags.iter().find(|d| d.code == "R001").expect("a YAML syntax diagnostic");
     assert!(d.span.as_ref().unwrap().file.ends_with("states/tx.yaml"));
 }
+
+/// build.rs runs `build_check` over rules/: a broken rule or scenario file fails the build, and cargo shows each
+/// diagnostic as the analysts read it, one `cargo:warning=` line per line of it.
+#[test]
+fn the_build_check_prints_every_diagnostic_for_cargo_and_fails_the_build() {
+    let (_tmp, dir) = rules_copy();
+    plant(&dir, "states/tx.yaml", "name: Texas\n", "name: Texas\nname: Texas again\n");
+    plant(&dir, "tests/ak.yaml", "    nexus: [AK]\n", "    nexus: [AKK]\n");
+    let tx = std::fs::read_to_string(dir.join("states/tx.yaml")).unwrap();
+    assert_eq!(tx.lines().take(4).collect::<Vec<_>>()[2..], ["name: Texas", "name: Texas again"], "the planted key is on line 4");
+    let ak = std::fs::read_to_string(dir.join("tests/ak.yaml")).unwrap();
+    assert_eq!(ak.lines().nth(6), Some("    nexus: [AKK]"), "the planted case is on line 7");
+
+    let (lines, verdict) = levy::rules::report::build_check(&dir);
+    let shown = dir.display();
+    let expected = [
+        "error[R002]: duplicate key `name`".to_string(),
+        format!(" --> {shown}/states/tx.yaml:4:1"),
+        "  |".to_string(),
+        "4 | name: Texas again".to_string(),
+        "  | ^^^^".to_string(),
+        "  = help: the first `name` is at line 3".to_string(),
+        String::new(),
+        "error[R303]: `AKK` is not a state code".to_string(),
+        format!(" --> {shown}/tests/ak.yaml:7:13"),
+        "  |".to_string(),
+        "7 |     nexus: [AKK]".to_string(),
+        format!("  | {}^^^", " ".repeat(12)),
+        String::new(),
+        "2 errors found".to_string(),
+    ];
+    let expected: Vec<String> = expected.iter().map(|l| format!("cargo:warning={l}")).collect();
+    assert_eq!(lines, expected);
+    assert_eq!(verdict, Err(format!("the rule files in {shown} have 2 errors (listed above); fix them and build again")));
+}
+
+/// The rules in the repository pass the build's check, with nothing to print.
+#[test]
+fn the_build_check_passes_the_repository_rules_silently() {
+    let (lines, verdict) = levy::rules::report::build_check(&common::rules_dir());
+    assert_eq!(verdict, Ok(()));
+    assert_eq!(lines, Vec::<String>::new());
+}

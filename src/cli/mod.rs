@@ -8,19 +8,18 @@ use std::path::Path;
 use chrono::NaiveDate;
 
 use crate::rules::cases;
-use crate::rules::load::{load_or_report, print_diagnostics};
+use crate::rules::load::{load_or_report, partial_from_env, print_diagnostics};
+use crate::rules::report;
 use crate::scenarios::run_case;
 
 pub use diff::{diff, diff_report};
 pub use explain::{explain, explain_text};
 
 pub fn check(dir: &Path) -> u8 {
-    let Some((reg, mut sources)) = load_or_report(dir) else { return 1 };
-    let (cases, diags) = cases::load_cases(dir, &mut sources);
-    if !diags.is_empty() {
-        print_diagnostics(&diags, &sources);
-        return 1;
-    }
+    let checked = report::check_dir(dir, partial_from_env());
+    eprint!("{}", checked.render());
+    let (Some(reg), true) = (&checked.registry, checked.passed()) else { return 1 };
+    let cases = &checked.cases;
     let rules: usize = reg.rule_count();
     println!(
         "ok: rule set {} (engine {}): {} jurisdictions, {} rules, {} zip codes, {} special taxes, {} cases",

@@ -1,26 +1,7 @@
-//! The rule language: load (YAML with marks) → parse (pest) → lower (AST) → check → compile.
-//!
-//! - load: [`yaml`] reads each file into marked nodes, [`read`] and [`load`] read their typed fields;
-//! - parse and lower: [`parse`] turns condition and outcome text into the [`ast`];
-//! - check: [`load`] and [`check`] report every error as a located [`diag::Diagnostic`];
-//! - compile: [`compile`] indexes the checked parts into the immutable [`Registry`].
-//!
-//! `load_dir` runs the whole pipeline over a rules directory and returns either the registry or
-//! every diagnostic found.
+//! The rule language is its own crate, `levy-rules` (lang/), which build.rs also runs to check `rules/`. It is
+//! re-exported here, so `crate::rules::load`, `crate::rules::Registry` and the rest name it, beside
+//! [`embedded`]: the rule files compiled into this binary.
 
-pub mod ast;
-pub mod cases;
-pub mod check;
-pub mod compile;
-pub mod diag;
+pub use levy_rules::*;
+
 pub mod embedded;
-pub mod gains;
-pub mod load;
-pub mod parse;
-pub mod read;
-pub mod registry;
-pub mod schema;
-pub mod yaml;
-
-pub use load::load_dir;
-pub use registry::Registry;

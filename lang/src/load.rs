@@ -155,11 +155,14 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
     (registry, d, sources)
 }
 
+/// LEVY_PARTIAL_RULES=1 lets a directory still being written load without all 51 jurisdictions.
+pub fn partial_from_env() -> bool {
+    std::env::var("LEVY_PARTIAL_RULES").is_ok_and(|v| v == "1")
+}
+
 /// Loads a registry, printing diagnostics; `None` when there were errors.
 pub fn load_or_report(dir: &Path) -> Option<(Registry, SourceMap)> {
-    // LEVY_PARTIAL_RULES=1 lets a directory still being written load without all 51 jurisdictions.
-    let partial = std::env::var("LEVY_PARTIAL_RULES").is_ok_and(|v| v == "1");
-    let (reg, diags, sources) = load_dir_with(dir, partial);
+    let (reg, diags, sources) = load_dir_with(dir, partial_from_env());
     print_diagnostics(&diags, &sources);
     reg.map(|r| (r, sources))
 }

@@ -119,7 +119,7 @@ pub struct FactDef {
 
 macro_rules! facts {
     ($( $id:ident = $name:literal : $kind:expr, default $default:expr, derived $derived:expr; )*) => {
-        /// A fact's position in the schema (and in every [`crate::engine::facts::FactSet`]).
+        /// A fact's position in the schema (and in every fact set the engine builds).
         #[allow(non_camel_case_types)]
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr(u8)]
