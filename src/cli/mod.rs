@@ -15,7 +15,9 @@ pub use diff::{diff, diff_report};
 pub use explain::{explain, explain_text};
 
 pub fn check(dir: &Path) -> u8 {
-    let Some((reg, mut sources)) = load_or_report(dir) else { return 1 };
+    let loaded = load_or_report(dir);
+    let plans = crate::plans::check(dir);
+    let (Some((reg, mut sources)), Some(plans)) = (loaded, plans) else { return 1 };
     let (cases, diags) = cases::load_cases(dir, &mut sources);
     if !diags.is_empty() {
         print_diagnostics(&diags, &sources);
@@ -23,14 +25,15 @@ pub fn check(dir: &Path) -> u8 {
     }
     let rules: usize = reg.rule_count();
     println!(
-        "ok: rule set {} (engine {}): {} jurisdictions, {} rules, {} zip codes, {} special taxes, {} cases",
+        "ok: rule set {} (engine {}): {} jurisdictions, {} rules, {} zip codes, {} special taxes, {} cases, {} plans",
         reg.version,
         reg.engine_version,
         reg.all_jurisdictions().count(),
         rules,
         reg.zips.len(),
         reg.special_taxes.len(),
-        cases.len()
+        cases.len(),
+        plans.tiers.len()
     );
     0
 }
