@@ -110,6 +110,42 @@ impl Bounds {
     }
 }
 
+/// Where pay-per-call (x402) payments go: published by GET /api/v1/pricing with the price from `rules/plans.yaml`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct X402 {
+    /// The chain payments settle on (LEVY_X402_NETWORK, default `base`, Base mainnet).
+    pub network: String,
+    /// The address paid (LEVY_X402_PAYEE); `None` until the operator configures one.
+    pub payee: Option<String>,
+    /// The facilitator that verifies and settles payments (LEVY_X402_FACILITATOR). The default is PayAI's public
+    /// facilitator, open without an API key, which lists Base mainnet among the networks it settles (its
+    /// `GET /supported`, checked 2026-10-19); the x402 project's own facilitator (x402.org) serves testnets only.
+    pub facilitator: String,
+}
+
+/// The default x402 facilitator (see [`X402::facilitator`]).
+pub const DEFAULT_X402_FACILITATOR: &str = "https://facilitator.payai.network";
+
+impl Default for X402 {
+    fn default() -> Self {
+        X402 { network: "base".into(), payee: None, facilitator: DEFAULT_X402_FACILITATOR.into() }
+    }
+}
+
+impl X402 {
+    /// The defaults, except where LEVY_X402_NETWORK, LEVY_X402_PAYEE and LEVY_X402_FACILITATOR say otherwise (an
+    /// empty value counts as unset).
+    pub fn from_env() -> Self {
+        let d = X402::default();
+        let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        X402 {
+            network: var("LEVY_X402_NETWORK").unwrap_or(d.network),
+            payee: var("LEVY_X402_PAYEE").or(d.payee),
+            facilitator: var("LEVY_X402_FACILITATOR").unwrap_or(d.facilitator),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Address to listen on (LEVY_BIND, default 127.0.0.1:8080).
@@ -123,6 +159,7 @@ pub struct Config {
     /// The EIN encryption key as 64 hex characters (LEVY_DATA_KEY); default: `<data_dir>/data.key`, created on first start.
     pub data_key: Option<String>,
     pub limits: Limits,
+    pub x402: X402,
 }
 
 impl Config {
@@ -136,6 +173,7 @@ impl Config {
             data_dir,
             data_key: std::env::var("LEVY_DATA_KEY").ok(),
             limits: Limits::from_env(),
+            x402: X402::from_env(),
         }
     }
 }

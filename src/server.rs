@@ -16,6 +16,7 @@ use poem::{Endpoint, EndpointExt};
 use crate::api::{app, AppState};
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::plans::Plans;
 use crate::rules::registry::Registry;
 use crate::security::DataKey;
 use crate::store::Store;
@@ -98,15 +99,17 @@ pub async fn connect_and_migrate(url: &str) -> Result<Store, String> {
 /// A state for producing the OpenAPI document without a database (an in-memory SQLite).
 pub async fn offline_state(config: &Config) -> Result<Arc<AppState>, String> {
     let registry = Arc::new(configured_rules(config.rules_dir.as_deref())?);
+    let plans = Arc::new(Plans::configured(config.rules_dir.as_deref(), &config.x402)?);
     let store = Store::connect("sqlite::memory:").await.map_err(|e| e.to_string())?;
-    Ok(Arc::new(AppState::new(store, registry, Clock::system(), config.limits.clone(), DataKey::generate())))
+    Ok(Arc::new(AppState::with_plans(store, registry, plans, Clock::system(), config.limits.clone(), DataKey::generate())))
 }
 
 pub async fn serve(config: Config) -> Result<(), String> {
     let registry = Arc::new(configured_rules(config.rules_dir.as_deref())?);
+    let plans = Arc::new(Plans::configured(config.rules_dir.as_deref(), &config.x402)?);
     let data_key = data_key(&config)?;
     let store = connect_and_migrate(&config.database_url).await?;
-    let state = Arc::new(AppState::new(store.clone(), registry, Clock::system(), config.limits.clone(), data_key));
+    let state = Arc::new(AppState::with_plans(store.clone(), registry, plans, Clock::system(), config.limits.clone(), data_key));
     let trust = std::env::var("LEVY_TRUST_FORWARDED_FOR").is_ok_and(|v| v == "1");
     let endpoint = app(state.clone(), trust);
     tokio::spawn(prune_counters(state));

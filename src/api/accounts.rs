@@ -225,7 +225,7 @@ impl AccountsApi {
     /// Create an account, its first agent and its first API key
     ///
     /// The password is stored as an argon2 hash and the EIN encrypted (AES-256-GCM). The API key is shown
-    /// once, in this response only. New accounts are on the free plan (1,500 calls per month).
+    /// once, in this response only. New accounts are on the free plan (its allowance: GET /api/v1/pricing).
     #[oai(path = "/auth/signup", method = "post", operation_id = "signup")]
     async fn signup(&self, body: JsonBody<SignupRequest>) -> Result<SignupResponses, SignupErrors> {
         let s = &self.0;

@@ -206,10 +206,11 @@ impl AppState {
         let now = self.clock.now();
         let input = Input { request: &request, nexus: request.nexus_override.as_ref(), vendor_ytd: None, as_of: now.date_naive() };
         let det = determine(&self.registry, &input).map_err(|e| ApiError::engine(e, ""))?;
+        let free_tier = self.plans.free_allowance();
         let upgrade = [
             ("message", "Demo answers omit the jurisdiction breakdown, advisories and audit trail, and are not recorded. Sign up for a free key for full, recorded answers."),
             ("signup", "/api/v1/auth/signup"),
-            ("free_tier", "1,500 calls per month"),
+            ("free_tier", free_tier.as_str()),
         ];
         let text = render::demo(&det, &[("transaction_id", &new_id("demo")), ("timestamp", &iso(now.timestamp_millis()))], Some(&upgrade));
         Ok(CalculateResponse::Ok(JsonText::new(text)))

@@ -13,40 +13,41 @@ use crate::engine::{EngineError, FieldError};
 use crate::store::StoreError;
 
 /// The 16 error codes. Frozen: clients branch on these; adding one needs an API version bump.
+///
+/// - INVALID_INPUT (400): validation failure; `errors` names each field.
+/// - INVALID_JSON_BODY (400): the body is not valid JSON.
+/// - UNAUTHORIZED (401): missing or invalid credentials (API key or session token).
+/// - PAYMENT_REQUIRED (402): payment missing or invalid; also the demo daily limit reached without a key.
+/// - FORBIDDEN (403): authenticated but not permitted (another account's data, a deactivated partner).
+/// - TIER_LIMIT_REACHED (429): the monthly optimization-report allowance is used up.
+/// - RESOURCE_NOT_FOUND (404): entity, key, partner, record or endpoint missing.
+/// - METHOD_NOT_ALLOWED (405): wrong method for the route; the Allow header lists the right ones.
+/// - RESOURCE_CONFLICT (409): unique-constraint violation (an email already registered), or a request with the same Idempotency-Key still running.
+/// - IDEMPOTENCY_KEY_CONFLICT (409): the Idempotency-Key was used with a different body.
+/// - IDEMPOTENCY_KEY_INVALID (400): the Idempotency-Key header is malformed (1 to 255 visible ASCII characters expected).
+/// - NEXUS_NOT_REACHED (422): reserved, not returned; a seller call without nexus answers 200 with total_tax 0.
+/// - RATE_LIMITED (429): burst or demo limiter tripped (Retry-After sent), or the free plan's monthly allowance used up ("Monthly limit reached", no Retry-After).
+/// - WEBHOOK_SIGNATURE_INVALID (401): the partner webhook signature did not verify.
+/// - INTERNAL (500): unexpected error; details are only in the server log. Safe to retry with backoff.
+/// - DB_UNAVAILABLE (503): the database did not answer. Transient; retry.
 #[derive(Enum, Clone, Copy, Debug, PartialEq, Eq)]
 #[oai(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
-    /// 400: validation failure; `errors` names each field.
     InvalidInput,
-    /// 400: the body is not valid JSON.
     InvalidJsonBody,
-    /// 401: missing or invalid credentials (API key or session token).
     Unauthorized,
-    /// 402: payment missing or invalid; also the demo daily limit reached without a key.
     PaymentRequired,
-    /// 403: authenticated but not permitted (another account's data, a deactivated partner).
     Forbidden,
-    /// 429: the monthly optimization-report allowance is used up.
     TierLimitReached,
-    /// 404: entity, key, partner, record or endpoint missing.
     ResourceNotFound,
-    /// 405: wrong method for the route; the Allow header lists the right ones.
     MethodNotAllowed,
-    /// 409: unique-constraint violation (an email already registered), or a request with the same Idempotency-Key still running.
     ResourceConflict,
-    /// 409: the Idempotency-Key was used with a different body.
     IdempotencyKeyConflict,
-    /// 400: the Idempotency-Key header is malformed (1 to 255 visible ASCII characters expected).
     IdempotencyKeyInvalid,
-    /// 422: reserved, not returned; a seller call without nexus answers 200 with total_tax 0.
     NexusNotReached,
-    /// 429: burst or demo limiter tripped (Retry-After sent), or the free plan's monthly allowance used up ("Monthly limit reached", no Retry-After).
     RateLimited,
-    /// 401: the partner webhook signature did not verify.
     WebhookSignatureInvalid,
-    /// 500: unexpected error; details are only in the server log. Safe to retry with backoff.
     Internal,
-    /// 503: the database did not answer. Transient; retry.
     DbUnavailable,
 }
 
@@ -70,7 +71,14 @@ pub struct ErrorEnvelope {
     /// On the demo daily cap: the pay-per-call option.
     #[oai(skip_serializing_if_is_none)]
     pub pay_per_call: Option<Value>,
+    /// On the errors an agent can act on (401, 402, 429): the integration guide, /api/v1/agents, which says
+    /// how to authenticate, pay and retry.
+    #[oai(skip_serializing_if_is_none)]
+    pub agent_guide: Option<String>,
 }
+
+/// The statuses whose envelope carries `agent_guide`.
+pub const AGENT_GUIDE_STATUSES: [u16; 3] = [401, 402, 429];
 
 /// A failure on its way to the caller.
 #[derive(Debug, Clone)]
@@ -151,6 +159,7 @@ impl ApiError {
             errors: (!self.errors.is_empty()).then(|| self.errors.clone()),
             signup: self.signup.clone(),
             pay_per_call: self.pay_per_call.clone(),
+            agent_guide: AGENT_GUIDE_STATUSES.contains(&self.status.as_u16()).then(|| super::agents::GUIDE_PATH.to_string()),
         }
     }
 }

@@ -123,7 +123,13 @@ impl KeysApi {
         let name = c.text(obj, "name", false, 1, 200).unwrap_or_else(|| "Default".into());
         let kind = c.one_of(obj, "type", false, &["live", "test"]);
         if kind.as_deref() == Some("test") {
-            c.err("type", "test keys are not available yet (they are on the roadmap); create a live key — the free plan's 1,500 calls per month cover testing");
+            c.err(
+                "type",
+                format!(
+                    "test keys are not available yet (they are on the roadmap); create a live key — the free plan's {} cover testing",
+                    s.plans.free_allowance()
+                ),
+            );
         }
         if !c.errors.is_empty() {
             return Err(ApiError::fields(&c.errors).into());

@@ -13,7 +13,7 @@ use super::context::set_header;
 use super::error::{ApiError, ErrorCode};
 use super::AppState;
 use crate::ledger::{burst_call, month_start_ms};
-use crate::plans::plan;
+use crate::plans::Plans;
 use crate::security::sha256_hex;
 use crate::store::entity::entity;
 
@@ -90,7 +90,7 @@ impl AppState {
         let month = month_start_ms(self.clock.now_ms());
         Ok(MonthlyUsage {
             calls: self.store.read_counter(&format!("usage:{}", account.id), month).await?,
-            included: plan(&account.plan).monthly_calls,
+            included: self.plans.plan(&account.plan).monthly_calls.unwrap_or(i64::MAX),
             overage_calls: self.store.read_counter(&format!("overage:{}", account.id), month).await?,
         })
     }
@@ -180,13 +180,14 @@ impl AppState {
                 ErrorCode::PaymentRequired,
                 format!("the keyless demo allows {limit} calls per UTC day from one address; sign up for a free API key or pay per call"),
             );
-            e.signup = Some(signup_block());
+            e.signup = Some(signup_block(&self.plans));
+            let ppc = &self.plans.pay_per_call;
             e.pay_per_call = Some(json!({
-                "id": "x402",
-                "price_usd_per_call": 0.005,
+                "id": ppc.id,
+                "price_usd_per_call": crate::engine::render::num(ppc.price_usd_per_call),
                 "currency": "USDC",
                 "header": "X-PAYMENT",
-                "note": "per-call USDC payment under the x402 protocol; no account needed",
+                "note": ppc.notes,
             }));
             return Err(e);
         }
@@ -196,19 +197,19 @@ impl AppState {
                 "the keyless demo allows {} calls per minute from one address",
                 self.limits.demo_per_minute
             ));
-            e.signup = Some(signup_block());
+            e.signup = Some(signup_block(&self.plans));
             return Err(e);
         }
         Ok(())
     }
 }
 
-/// How a keyless caller gets a key.
-pub fn signup_block() -> serde_json::Value {
+/// How a keyless caller gets a key; the free tier's allowance from the plans.
+pub fn signup_block(plans: &Plans) -> serde_json::Value {
     json!({
         "method": "POST",
         "url": "/api/v1/auth/signup",
-        "free_tier": "1,500 calls per month, no card required",
+        "free_tier": format!("{}, no card required", plans.free_allowance()),
         "required_fields": ["email", "password", "agent_name", "agent_work_type"],
     })
 }

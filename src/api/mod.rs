@@ -12,11 +12,13 @@ pub mod query;
 pub mod schema;
 
 mod accounts;
+pub mod agents;
 mod calculate;
 mod health;
 mod keys;
 mod ledger;
 mod nexus;
+pub mod pricing;
 mod trades;
 
 use std::collections::HashMap;
@@ -28,6 +30,7 @@ use poem_openapi::{OpenApiService, Tags};
 use crate::clock::Clock;
 use crate::config::Limits;
 use crate::ledger::{Job, Ledger, Recorded};
+use crate::plans::Plans;
 use crate::rules::registry::Registry;
 use crate::security::DataKey;
 use crate::store::Store;
@@ -37,6 +40,8 @@ use error::ApiError;
 pub struct AppState {
     pub store: Store,
     pub registry: Arc<Registry>,
+    /// The plans (`rules/plans.yaml`): allowances, prices, the pay-per-call option.
+    pub plans: Arc<Plans>,
     pub clock: Clock,
     pub limits: Limits,
     pub data_key: DataKey,
@@ -44,12 +49,29 @@ pub struct AppState {
     pub ledger: Arc<Ledger>,
     /// API keys looked up by this instance, for the calls the ledger batch checks again.
     pub keys: auth::KeyCache,
+    /// The agents guide, generated from the served document when the application is built ([`app`]).
+    pub agents_guide: std::sync::OnceLock<String>,
 }
 
 impl AppState {
+    /// A state on the plans compiled into the binary (`rules/plans.yaml`, default x402 settings).
     pub fn new(store: Store, registry: Arc<Registry>, clock: Clock, limits: Limits, data_key: DataKey) -> AppState {
-        let ledger = Arc::new(Ledger::new(store.clone(), registry.clone(), limits.burst_per_minute));
-        AppState { store, registry, clock, limits, data_key, ledger, keys: Default::default() }
+        let mut sources = Default::default();
+        let plans = Plans::compiled_in(&Default::default(), &mut sources)
+            .expect("the compiled-in plans.yaml is checked by `levy rules check` and the tests");
+        AppState::with_plans(store, registry, Arc::new(plans), clock, limits, data_key)
+    }
+
+    pub fn with_plans(
+        store: Store,
+        registry: Arc<Registry>,
+        plans: Arc<Plans>,
+        clock: Clock,
+        limits: Limits,
+        data_key: DataKey,
+    ) -> AppState {
+        let ledger = Arc::new(Ledger::new(store.clone(), registry.clone(), plans.clone(), limits.burst_per_minute));
+        AppState { store, registry, plans, clock, limits, data_key, ledger, keys: Default::default(), agents_guide: Default::default() }
     }
 
     /// Records a job in the ledger; a calculate call paid by a key reports its burst window (X-RateLimit-*).
@@ -80,6 +102,8 @@ pub enum ApiTags {
     Gains,
     /// Liveness and database connectivity.
     Service,
+    /// For a caller deciding how to use levy: what it costs (plans, pay-per-call) and the integration guide for agents.
+    Guide,
 }
 
 pub use crate::engine::render::API_VERSION;
@@ -97,6 +121,8 @@ pub type Apis = (
     keys::KeysApi,
     trades::TradesApi,
     trades::RatesApi,
+    pricing::PricingApi,
+    agents::AgentsApi,
 );
 
 pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
@@ -108,7 +134,9 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         accounts::AccountsApi(state.clone()),
         keys::KeysApi(state.clone()),
         trades::TradesApi(state.clone()),
-        trades::RatesApi(state),
+        trades::RatesApi(state.clone()),
+        pricing::PricingApi(state.clone()),
+        agents::AgentsApi(state),
     );
     OpenApiService::new(apis, "levy tax-intelligence API", INTERFACE_VERSION)
         .description(
@@ -216,8 +244,9 @@ fn allowed_methods(spec: &str) -> HashMap<String, Vec<String>> {
 /// The whole application: API routes, the document, the docs page, and the envelope layer around them.
 pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Output = poem::Response> {
     let bounds = state.limits.bounds;
-    let service = openapi_service(state);
+    let service = openapi_service(state.clone());
     let spec = document(&service);
+    let _ = state.agents_guide.set(agents::guide(&spec, &state));
     let allow = Arc::new(allowed_methods(&spec));
     let queries = Arc::new(query::QueryParameters::from_spec(&spec));
     let docs = service.swagger_ui();

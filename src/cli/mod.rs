@@ -18,18 +18,20 @@ pub use explain::{explain, explain_text};
 pub fn check(dir: &Path) -> u8 {
     let checked = report::check_dir(dir, partial_from_env());
     eprint!("{}", checked.render());
-    let (Some(reg), true) = (&checked.registry, checked.passed()) else { return 1 };
+    let plans = crate::plans::check(dir);
+    let (Some(reg), true, Some(plans)) = (&checked.registry, checked.passed(), plans) else { return 1 };
     let cases = &checked.cases;
     let rules: usize = reg.rule_count();
     println!(
-        "ok: rule set {} (engine {}): {} jurisdictions, {} rules, {} zip codes, {} special taxes, {} cases",
+        "ok: rule set {} (engine {}): {} jurisdictions, {} rules, {} zip codes, {} special taxes, {} cases, {} plans",
         reg.version,
         reg.engine_version,
         reg.all_jurisdictions().count(),
         rules,
         reg.zips.len(),
         reg.special_taxes.len(),
-        cases.len()
+        cases.len(),
+        plans.tiers.len()
     );
     0
 }

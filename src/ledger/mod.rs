@@ -13,7 +13,7 @@ use chrono::{Datelike, NaiveDate, TimeZone, Utc};
 
 pub use batch::{alerts_from, Answer, Entry, EntryOutcome, Job, Ledger, Recorded, Source};
 
-use crate::plans::{plan, Overage};
+use crate::plans::Plans;
 use crate::store::entity::entity;
 use crate::store::limits::CounterHit;
 use crate::store::StoreError;
@@ -102,17 +102,11 @@ pub fn burst_call(key_id: &str, now_ms: i64) -> CounterHit {
     CounterHit { name: format!("burst:{key_id}"), window_start: window, expires_at: window + 2 * MINUTE_MS, n: 1 }
 }
 
-/// Whether the account's plan allows its `calls`-th call this month. Free: a hard cutoff (`Err`, "Monthly limit
-/// reached"); paid plans serve it and meter it: the hit that records the overage.
-pub fn allowance(account: &entity::Model, now_ms: i64, calls: i64) -> Result<Option<CounterHit>, String> {
-    let p = plan(&account.plan);
-    if calls <= p.monthly_calls {
-        return Ok(None);
-    }
-    match p.overage {
-        Overage::HardCutoff => {
-            Err(format!("Monthly limit reached: the {} plan includes {} calls per month; upgrade to continue", p.name, p.monthly_calls))
-        }
-        Overage::Meter(_) => Ok(Some(CounterHit { name: format!("overage:{}", account.id), ..monthly_call(&account.id, now_ms) })),
-    }
+/// Whether the account's plan allows its `calls`-th call this month. A hard cutoff refuses it (`Err`, "Monthly
+/// limit reached"); a plan that meters serves it: the hit that records the overage.
+pub fn allowance(plans: &Plans, account: &entity::Model, now_ms: i64, calls: i64) -> Result<Option<CounterHit>, String> {
+    Ok(plans
+        .plan(&account.plan)
+        .past_allowance(calls)?
+        .then(|| CounterHit { name: format!("overage:{}", account.id), ..monthly_call(&account.id, now_ms) }))
 }

@@ -149,10 +149,32 @@ impl TestApp {
         TestApp::build(db, backend, clock, limits, registry()).await
     }
 
+    /// An instance with plans of its own (a plans file with other allowances, say) on a fresh database.
+    pub async fn start_with_plans(backend: Backend, limits: Limits, plans: levy::plans::Plans) -> Option<TestApp> {
+        let db = Arc::new(Db::fresh(backend).await?);
+        Some(TestApp::build_with(db, backend, Clock::fixed(start_time()), limits, registry(), Some(Arc::new(plans))).await)
+    }
+
     async fn build(db: Arc<Db>, backend: Backend, clock: Clock, limits: Limits, rules: Arc<Registry>) -> TestApp {
+        TestApp::build_with(db, backend, clock, limits, rules, None).await
+    }
+
+    /// `plans`: `None` for the plans compiled into the binary (`rules/plans.yaml`).
+    async fn build_with(
+        db: Arc<Db>,
+        backend: Backend,
+        clock: Clock,
+        limits: Limits,
+        rules: Arc<Registry>,
+        plans: Option<Arc<levy::plans::Plans>>,
+    ) -> TestApp {
         let store = db.store().await;
         store.migrate().await.unwrap();
-        let state = Arc::new(AppState::new(store, rules, clock.clone(), limits, DataKey::from_hex(&"ab".repeat(32)).unwrap()));
+        let key = DataKey::from_hex(&"ab".repeat(32)).unwrap();
+        let state = Arc::new(match plans {
+            Some(plans) => AppState::with_plans(store, rules, plans, clock.clone(), limits, key),
+            None => AppState::new(store, rules, clock.clone(), limits, key),
+        });
         let client = Arc::new(TestClient::new(app(state.clone(), true).boxed()));
         TestApp { state, client, clock, backend, db }
     }

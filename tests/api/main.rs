@@ -5,6 +5,7 @@
 mod harness;
 
 mod accounts;
+mod agents;
 mod batches;
 mod bounds;
 mod calculate;
@@ -19,5 +20,6 @@ mod limits;
 mod listing;
 mod migrations;
 mod nexus;
+mod pricing;
 mod query;
 mod tenancy;
