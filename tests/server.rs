@@ -16,21 +16,26 @@ struct Server {
 }
 
 impl Server {
-    /// `levy serve` on a free loopback port with its own SQLite file, once /health answers.
+    /// `levy serve` on a free loopback port with its own SQLite file and the repository's rules directory, once
+    /// /health answers.
     async fn start(env: &[(&str, &str)]) -> Server {
+        Server::launch(env, true).await
+    }
+
+    /// As [`Server::start`]; without `repository_rules`, started in its data directory (which holds no rules)
+    /// with no rules directory named, as an installed binary is.
+    async fn launch(env: &[(&str, &str)], repository_rules: bool) -> Server {
         let data = tempfile::tempdir().unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let addr = format!("127.0.0.1:{port}");
-        let child = Command::new(env!("CARGO_BIN_EXE_levy"))
-            .args(["serve", "--bind", &addr])
-            .env("LEVY_DATA_DIR", data.path())
-            .env_remove("DATABASE_URL")
-            .env("LEVY_RULES", concat!(env!("CARGO_MANIFEST_DIR"), "/rules"))
-            .env("RUST_LOG", "warn")
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_levy"));
+        command.args(["serve", "--bind", &addr]).env("LEVY_DATA_DIR", data.path()).env_remove("DATABASE_URL");
+        if repository_rules {
+            command.env("LEVY_RULES", concat!(env!("CARGO_MANIFEST_DIR"), "/rules"));
+        } else {
+            command.env_remove("LEVY_RULES").current_dir(data.path());
+        }
+        let child = command.env("RUST_LOG", "warn").envs(env.iter().copied()).stdout(Stdio::null()).spawn().unwrap();
         let server = Server { child, addr, _data: data };
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(60) {
@@ -99,6 +104,23 @@ async fn post_50_mb(addr: &str, chunked: bool) -> String {
     let _ = tokio::time::timeout(Duration::from_secs(60), rd.read_to_end(&mut reply)).await;
     writer.abort();
     String::from_utf8_lossy(&reply).lines().next().unwrap_or("").to_string()
+}
+
+/// Started from a directory that holds no rules, with none named, the binary serves the rules compiled into it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn started_outside_the_repository_it_serves_the_compiled_in_rules() {
+    let server = Server::launch(&[], false).await;
+    // rules/tests/tx.yaml: SaaS into Austin is data processing, taxed on 80% at 6.25% + 1% + 1%: 100 × 80% × 8.25% = 6.60.
+    let body = r#"{"amount":100,"buyer_state":"TX","buyer_zip":"78701","transaction_type":"saas","counterparty_id":"c","nexus_override":{"TX":{"hasNexus":true}}}"#;
+    let request = format!(
+        "POST /api/v1/calculate HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let reply = server.exchange(request.as_bytes()).await.unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    let answer: serde_json::Value = serde_json::from_str(&reply[reply.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+    assert_eq!(answer["total_tax"].to_string(), "6.60");
+    assert!(server.stop().success(), "SIGTERM: a clean stop");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
