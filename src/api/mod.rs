@@ -2,6 +2,7 @@
 //! and the layers around them (request ids and logs, error envelope, limits, idempotency).
 
 pub mod auth;
+pub mod caching;
 pub mod context;
 pub mod error;
 pub mod idempotency;
@@ -17,6 +18,7 @@ mod health;
 mod keys;
 mod ledger;
 mod nexus;
+mod rates;
 mod trades;
 
 use std::collections::HashMap;
@@ -78,6 +80,8 @@ pub enum ApiTags {
     /// The gains tracker: trades, cost-basis lots, realized gains, wash sales, estimates, the draft 1099-DA
     /// and state capital-gains rates.
     Gains,
+    /// Public sales-tax rate tables: every state, a zip code's combined rate, and a cross-check of someone's tables.
+    Rates,
     /// Liveness and database connectivity.
     Service,
 }
@@ -97,6 +101,7 @@ pub type Apis = (
     keys::KeysApi,
     trades::TradesApi,
     trades::RatesApi,
+    rates::PublicRatesApi,
 );
 
 pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
@@ -108,7 +113,8 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         accounts::AccountsApi(state.clone()),
         keys::KeysApi(state.clone()),
         trades::TradesApi(state.clone()),
-        trades::RatesApi(state),
+        trades::RatesApi(state.clone()),
+        rates::PublicRatesApi(state),
     );
     OpenApiService::new(apis, "levy tax-intelligence API", INTERFACE_VERSION)
         .description(

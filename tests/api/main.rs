@@ -20,4 +20,5 @@ mod listing;
 mod migrations;
 mod nexus;
 mod query;
+mod rates;
 mod tenancy;
