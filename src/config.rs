@@ -13,6 +13,10 @@ pub struct Limits {
     pub demo_per_minute: i64,
     /// Keyless demo calls per IP per UTC day (spec: 50).
     pub demo_per_day: i64,
+    /// Keyless POST /verify calls per IP per minute.
+    pub verify_per_minute: i64,
+    /// Keyless POST /verify calls per IP per UTC day.
+    pub verify_per_day: i64,
     /// Failed logins per account (by email, known or not) in one login window.
     pub login_failures_per_account: i64,
     /// Failed logins per client address in one login window (password spraying across accounts).
@@ -33,6 +37,8 @@ impl Default for Limits {
             burst_per_minute: 120,
             demo_per_minute: 30,
             demo_per_day: 50,
+            verify_per_minute: 30,
+            verify_per_day: 300,
             login_failures_per_account: 10,
             login_failures_per_address: 30,
             login_window_secs: 15 * 60,
@@ -56,6 +62,8 @@ impl Limits {
             burst_per_minute: env_number("LEVY_BURST_LIMIT", d.burst_per_minute),
             demo_per_minute: env_number("LEVY_DEMO_MINUTE_LIMIT", d.demo_per_minute),
             demo_per_day: env_number("LEVY_DEMO_DAY_LIMIT", d.demo_per_day),
+            verify_per_minute: env_number("LEVY_VERIFY_MINUTE_LIMIT", d.verify_per_minute),
+            verify_per_day: env_number("LEVY_VERIFY_DAY_LIMIT", d.verify_per_day),
             login_failures_per_account: env_number("LEVY_LOGIN_ACCOUNT_LIMIT", d.login_failures_per_account),
             login_failures_per_address: env_number("LEVY_LOGIN_ADDRESS_LIMIT", d.login_failures_per_address),
             login_window_secs: env_number("LEVY_LOGIN_WINDOW_SECS", d.login_window_secs),

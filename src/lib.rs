@@ -10,6 +10,7 @@ pub mod engine;
 pub mod gains;
 pub mod ledger;
 pub mod plans;
+pub mod postal;
 pub mod rules;
 pub mod scenarios;
 pub mod security;

@@ -448,7 +448,7 @@ pub(crate) fn dated_list<T>(
     let list = f.req(key, what, d)?;
     let mut out = vec![];
     let mut ok = true;
-    let mut keys = vec!["from", "to", "cite", "url", "note"];
+    let mut keys = vec!["from", "to", "cite", "url", "checked", "note"];
     keys.extend_from_slice(extra);
     for item in seq(list, key, d) {
         let Some(e) = Fields::of(item, &format!("an entry of `{key}`"), &keys, d) else {
@@ -691,7 +691,8 @@ fn local(node: &Node, path: &Path, zips: &mut Vec<ZipArea>, listed: &mut HashMap
         let mut layers = vec![];
         if let Some(list) = z.req("layers", "a zip entry", d) {
             for item in seq(list, "layers", d) {
-                let Some(l) = Fields::of(item, "a local rate layer", &["level", "name", "rate", "from", "to", "cite", "url", "note"], d)
+                let Some(l) =
+                    Fields::of(item, "a local rate layer", &["level", "name", "rate", "from", "to", "cite", "url", "checked", "note"], d)
                 else {
                     continue;
                 };

@@ -80,7 +80,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// `cite:` (required) and `url:` (optional).
+    /// `cite:` (required), `url:` and `checked:` (optional; the day the figure was last compared with the source).
     pub fn citation(&self, what: &str, d: &mut Diags) -> Option<Citation> {
         let cite = match self.get("cite") {
             Some(n) => string(n, "cite", d)?,
@@ -96,7 +96,8 @@ impl<'a> Fields<'a> {
             d.push(Diagnostic::error("R502", Some(&self.node.span), format!("{what} has an empty citation")));
             return None;
         }
-        Some(Citation { cite, url: self.opt_str("url", d) })
+        let checked = self.opt_date("checked", d)?;
+        Some(Citation { cite, url: self.opt_str("url", d), checked })
     }
 
     /// `when:` parsed as a condition, when present.

@@ -14,6 +14,8 @@ use super::schema::{Fact, CATEGORIES};
 pub struct Citation {
     pub cite: String,
     pub url: Option<String>,
+    /// The day the figure was last compared with the cited source (`checked:`), where the file records one.
+    pub checked: Option<NaiveDate>,
 }
 
 /// A value in force from `from` through `to` (inclusive; open when `None`).

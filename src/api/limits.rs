@@ -204,6 +204,35 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// Counts a keyless POST /verify call for the client's address (every call, whatever its outcome), in a
+    /// per-minute and a per-UTC-day window; past either, 429 RATE_LIMITED with Retry-After (the end of the window).
+    pub async fn check_verify(&self, ip: &str) -> Result<(), ApiError> {
+        let now = self.clock.now_ms();
+        let minute = now - now.rem_euclid(MINUTE_MS);
+        let day = now - now.rem_euclid(DAY_MS);
+        let per_minute =
+            self.store.take_unit(&format!("verify-minute:{ip}"), minute, minute + 2 * MINUTE_MS, self.limits.verify_per_minute).await?;
+        let per_day = self.store.take_unit(&format!("verify-day:{ip}"), day, day + 2 * DAY_MS, self.limits.verify_per_day).await?;
+        let limit = self.limits.verify_per_day;
+        set_header("X-RateLimit-Limit", limit);
+        set_header("X-RateLimit-Remaining", (limit - per_day).max(0));
+        set_header("X-RateLimit-Reset", (day + DAY_MS) / 1000);
+        if per_day > limit {
+            set_header("Retry-After", ceil_seconds(day + DAY_MS - now).max(1));
+            return Err(ApiError::rate_limited(format!("POST /verify allows {limit} calls per UTC day from one address")));
+        }
+        if per_minute > self.limits.verify_per_minute {
+            set_header("Retry-After", ceil_seconds(minute + MINUTE_MS - now).max(1));
+            return Err(ApiError::rate_limited(format!(
+                "POST /verify allows {} calls per minute from one address",
+                self.limits.verify_per_minute
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// How a keyless caller gets a key; the free tier's allowance from the plans.
 pub fn signup_block(plans: &Plans) -> serde_json::Value {
     json!({

@@ -2,6 +2,7 @@
 //! and the layers around them (request ids and logs, error envelope, limits, idempotency).
 
 pub mod auth;
+pub mod caching;
 pub mod context;
 pub mod error;
 pub mod idempotency;
@@ -19,6 +20,7 @@ mod keys;
 mod ledger;
 mod nexus;
 pub mod pricing;
+mod rates;
 mod trades;
 
 use std::collections::HashMap;
@@ -100,6 +102,8 @@ pub enum ApiTags {
     /// The gains tracker: trades, cost-basis lots, realized gains, wash sales, estimates, the draft 1099-DA
     /// and state capital-gains rates.
     Gains,
+    /// Public sales-tax rate tables: every state, a zip code's combined rate, and a cross-check of someone's tables.
+    Rates,
     /// Liveness and database connectivity.
     Service,
     /// For a caller deciding how to use levy: what it costs (plans, pay-per-call) and the integration guide for agents.
@@ -123,6 +127,7 @@ pub type Apis = (
     trades::RatesApi,
     pricing::PricingApi,
     agents::AgentsApi,
+    rates::PublicRatesApi,
 );
 
 pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
@@ -136,7 +141,8 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         trades::TradesApi(state.clone()),
         trades::RatesApi(state.clone()),
         pricing::PricingApi(state.clone()),
-        agents::AgentsApi(state),
+        agents::AgentsApi(state.clone()),
+        rates::PublicRatesApi(state),
     );
     OpenApiService::new(apis, "levy tax-intelligence API", INTERFACE_VERSION)
         .description(

@@ -104,10 +104,21 @@ error_responses!(ExportErrors {
 });
 
 #[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+#[oai(
+    header(name = "X-Request-Id", ty = "String", description = "The request id."),
+    header(
+        name = "ETag",
+        ty = "String",
+        description = "The rule set's version and a hash of this representation; send it in If-None-Match to get 304 while it is current."
+    ),
+    header(name = "Cache-Control", ty = "String", description = "public, max-age=3600.")
+)]
 pub enum RatesResponse {
     #[oai(status = 200)]
     Ok(JsonText<CapitalGainsRates>),
+    /// If-None-Match names the current ETag: no body.
+    #[oai(status = 304)]
+    NotModified,
 }
 
 error_responses!(RatesErrors {
@@ -461,7 +472,7 @@ impl RatesApi {
     /// surtaxes and the citation. `format=compact` gives {state: {st, lt, t}} where st and lt are those rates and
     /// t the treatment: none (no tax on gains), exempt, ordinary (taxed like wages), preferential (long-term
     /// taxed lower) or excise (WA's excise on long-term gains). `explain=true` with a state adds a plain-language
-    /// explanation. No key needed.
+    /// explanation. No key needed; ETag and Cache-Control are sent, and If-None-Match gives 304.
     #[oai(path = "/rates/capital-gains", method = "get", operation_id = "capitalGainsRates")]
     async fn rates(
         &self,
@@ -471,6 +482,9 @@ impl RatesApi {
         format: Query<Option<Param<GainsFormat>>>,
         /// true adds an explanation block (with state).
         explain: Query<Option<Param<TrueFalse>>>,
+        /// An ETag from an earlier answer: 304 while it is current.
+        #[oai(name = "If-None-Match")]
+        if_none_match: Header<Option<String>>,
     ) -> Result<RatesResponse, RatesErrors> {
         let s = &self.0;
         let (state, format, explain) = (text(state), text(format), text(explain));
@@ -526,7 +540,11 @@ impl RatesApi {
         } else {
             json!({"success": true, "as_of": today.to_string(), "tax_year": today.year(), "states": map, "disclaimer": DISCLAIMER})
         };
-        Ok(RatesResponse::Ok(JsonText::value(&body)))
+        let text = body.to_string();
+        if super::caching::not_modified(if_none_match.0.as_deref(), &s.registry.version, "/api/v1/rates/capital-gains", &text) {
+            return Ok(RatesResponse::NotModified);
+        }
+        Ok(RatesResponse::Ok(JsonText::new(text)))
     }
 }
 

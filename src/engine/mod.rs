@@ -7,6 +7,7 @@ pub mod money;
 pub mod nexus;
 pub mod render;
 pub mod request;
+pub mod table;
 
 pub use determine::{determine, Determination, EngineError, Fault, FinalDetermination, Input, LegResult, Role};
 pub use request::{parse_request, FieldError, Request};

@@ -22,4 +22,5 @@ mod migrations;
 mod nexus;
 mod pricing;
 mod query;
+mod rates;
 mod tenancy;

@@ -204,3 +204,21 @@ impl<T: Type + poem_openapi::types::ToJSON> poem_openapi::types::ToJSON for Stat
         self.0.to_json()
     }
 }
+
+documented!(
+    /// An ISO 8601 calendar date (2026-03-01).
+    IsoDate => MetaSchema { format: Some("date"), ..MetaSchema::new("string") }
+);
+
+documented!(
+    /// A 5-digit ZIP Code.
+    ZipParam => MetaSchema { pattern: Some(ZIP_PATTERN.to_string()), ..MetaSchema::new("string") }
+);
+
+/// The pattern of a 5-digit ZIP Code query parameter (documented, and checked by `is_zip`).
+pub const ZIP_PATTERN: &str = "^[0-9]{5}$";
+
+/// Whether `s` is five ASCII digits: what `ZIP_PATTERN` states.
+pub fn is_zip(s: &str) -> bool {
+    s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit())
+}
