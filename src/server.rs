@@ -104,6 +104,7 @@ pub async fn offline_state(config: &Config) -> Result<Arc<AppState>, String> {
 
 pub async fn serve(config: Config) -> Result<(), String> {
     let registry = Arc::new(configured_rules(config.rules_dir.as_deref())?);
+    crate::blog::articles().map_err(|errors| errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))?;
     let data_key = data_key(&config)?;
     let store = connect_and_migrate(&config.database_url).await?;
     let state = Arc::new(AppState::new(store.clone(), registry, Clock::system(), config.limits.clone(), data_key));

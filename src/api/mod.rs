@@ -13,10 +13,12 @@ pub mod schema;
 
 mod accounts;
 mod calculate;
+mod guides;
 mod health;
 mod keys;
 mod ledger;
 mod nexus;
+mod report;
 mod trades;
 
 use std::collections::HashMap;
@@ -80,6 +82,8 @@ pub enum ApiTags {
     Gains,
     /// Liveness and database connectivity.
     Service,
+    /// The blog, the onboarding guide and the optimization report.
+    Guides,
 }
 
 pub use crate::engine::render::API_VERSION;
@@ -97,6 +101,8 @@ pub type Apis = (
     keys::KeysApi,
     trades::TradesApi,
     trades::RatesApi,
+    guides::GuidesApi,
+    report::ReportApi,
 );
 
 pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
@@ -108,7 +114,9 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         accounts::AccountsApi(state.clone()),
         keys::KeysApi(state.clone()),
         trades::TradesApi(state.clone()),
-        trades::RatesApi(state),
+        trades::RatesApi(state.clone()),
+        guides::GuidesApi(state.clone()),
+        report::ReportApi(state),
     );
     OpenApiService::new(apis, "levy tax-intelligence API", INTERFACE_VERSION)
         .description(
