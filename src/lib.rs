@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod blog;
 pub mod cache;
 pub mod cli;
 pub mod clock;

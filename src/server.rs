@@ -107,6 +107,7 @@ pub async fn offline_state(config: &Config) -> Result<Arc<AppState>, String> {
 pub async fn serve(config: Config) -> Result<(), String> {
     let registry = Arc::new(configured_rules(config.rules_dir.as_deref())?);
     let plans = Arc::new(Plans::configured(config.rules_dir.as_deref(), &config.x402)?);
+    crate::blog::articles().map_err(|errors| errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))?;
     let data_key = data_key(&config)?;
     let store = connect_and_migrate(&config.database_url).await?;
     let state = Arc::new(AppState::with_plans(store.clone(), registry, plans, Clock::system(), config.limits.clone(), data_key));

@@ -60,7 +60,7 @@ error_responses!(ListErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-const EXTRA_FIELDS: &[&str] = &["external_tx_id", "transaction_id", "metadata"];
+pub(crate) const EXTRA_FIELDS: &[&str] = &["external_tx_id", "transaction_id", "metadata"];
 
 struct IngestItem {
     live: LiveRequest,

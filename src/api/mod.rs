@@ -15,12 +15,14 @@ pub mod schema;
 mod accounts;
 pub mod agents;
 mod calculate;
+mod guides;
 mod health;
 mod keys;
 mod ledger;
 mod nexus;
 pub mod pricing;
 mod rates;
+mod report;
 mod trades;
 
 use std::collections::HashMap;
@@ -108,6 +110,8 @@ pub enum ApiTags {
     Service,
     /// For a caller deciding how to use levy: what it costs (plans, pay-per-call) and the integration guide for agents.
     Guide,
+    /// The blog, the onboarding guide and the optimization report.
+    Guides,
 }
 
 pub use crate::engine::render::API_VERSION;
@@ -128,6 +132,8 @@ pub type Apis = (
     pricing::PricingApi,
     agents::AgentsApi,
     rates::PublicRatesApi,
+    guides::GuidesApi,
+    report::ReportApi,
 );
 
 pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
@@ -142,7 +148,9 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         trades::RatesApi(state.clone()),
         pricing::PricingApi(state.clone()),
         agents::AgentsApi(state.clone()),
-        rates::PublicRatesApi(state),
+        rates::PublicRatesApi(state.clone()),
+        guides::GuidesApi(state.clone()),
+        report::ReportApi(state),
     );
     OpenApiService::new(apis, "levy tax-intelligence API", INTERFACE_VERSION)
         .description(

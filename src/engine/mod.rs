@@ -3,6 +3,7 @@
 
 pub mod determine;
 pub mod facts;
+pub mod missing;
 pub mod money;
 pub mod nexus;
 pub mod render;

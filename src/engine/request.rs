@@ -87,7 +87,7 @@ pub const ATTESTATION_FIELDS: &[&str] = &[
     "il_assembled_modules_50pct",
 ];
 
-const MAINTENANCE_FIELDS: &[&str] = &[
+pub const MAINTENANCE_FIELDS: &[&str] = &[
     "mandatory",
     "includes_upgrades",
     "includes_support",

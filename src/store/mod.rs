@@ -10,6 +10,7 @@ pub mod ledger;
 pub mod limits;
 pub mod nexus;
 pub mod prepared;
+pub mod reports;
 pub mod script;
 pub mod wal;
 

@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod calculate;
 pub mod gains;
+pub mod guides;
 pub mod ledger;
 pub mod param;
 pub mod pricing;

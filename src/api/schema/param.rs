@@ -96,6 +96,8 @@ macro_rules! documented {
     };
 }
 
+pub(crate) use documented;
+
 fn strings(values: impl IntoIterator<Item = String>) -> MetaSchema {
     MetaSchema { enum_items: values.into_iter().map(serde_json::Value::String).collect(), ..MetaSchema::new("string") }
 }

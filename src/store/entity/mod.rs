@@ -10,6 +10,7 @@ pub mod idempotency;
 pub mod lot;
 pub mod nexus_state;
 pub mod position;
+pub mod report_run;
 pub mod session;
 pub mod state_revenue;
 pub mod trade;

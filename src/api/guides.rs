@@ -1,0 +1,198 @@
+//! GET /api/v1/blog (articles compiled in from content/blog, `crate::blog`) and GET /api/v1/onboarding (the
+//! steps of getting started; with an API key, the account's own progress read from its data).
+
+use std::sync::Arc;
+
+use poem_openapi::param::Query;
+use poem_openapi::{ApiResponse, OpenApi};
+use serde_json::{json, Value};
+
+use super::auth::KeyOrDemo;
+use super::error::ApiError;
+use super::payload::JsonText;
+use super::schema::guides::{BlogCategory, BlogResponse, BlogSlug, OnboardingResponse};
+use super::schema::param::{text, Param};
+use super::{ApiTags, AppState};
+use crate::blog::{self, Article};
+use crate::error_responses;
+
+pub struct GuidesApi(pub Arc<AppState>);
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum BlogResponses {
+    /// The index, or one article.
+    #[oai(status = 200)]
+    Ok(JsonText<BlogResponse>),
+}
+
+error_responses!(BlogErrors {
+    400 => BadRequest: "INVALID_INPUT: slug is not a well-formed slug, category is empty or longer than 100 characters, or both were sent.",
+    404 => NotFound: "RESOURCE_NOT_FOUND: no article has this slug.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum OnboardingResponses {
+    /// The steps; with an API key, each with whether the account has done it.
+    #[oai(status = 200)]
+    Ok(JsonText<OnboardingResponse>),
+}
+
+error_responses!(OnboardingErrors {
+    400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",
+    401 => Unauthorized: "UNAUTHORIZED: an API key was sent but is malformed, unknown or revoked.",
+    503 => DbUnavailable: "DB_UNAVAILABLE: the database does not answer; retry.",
+});
+
+fn entry(a: &Article) -> Value {
+    json!({"slug": a.slug, "title": a.title, "category": a.category, "date": a.date.to_string(), "summary": a.summary})
+}
+
+/// The steps of getting started: (id, title, method, path, what to do).
+const STEPS: [(&str, &str, &str, &str, &str); 5] = [
+    (
+        "sign_up",
+        "Sign up for an API key",
+        "POST",
+        "/api/v1/auth/signup",
+        "Create the account; the response shows the API key once. Send it as X-API-Key on every keyed call.",
+    ),
+    (
+        "set_nexus",
+        "Say where you have nexus",
+        "POST",
+        "/api/v1/nexus",
+        "List the states where you must collect (hasNexus true). Until then seller calls answer total_tax 0 with tax_if_nexus.",
+    ),
+    (
+        "first_calculation",
+        "Make a first calculation",
+        "POST",
+        "/api/v1/calculate",
+        "Send amount, buyer_state and counterparty_id (and buyer_zip for local rates); the answer is recorded in your ledger.",
+    ),
+    (
+        "ingest",
+        "Ingest sales computed elsewhere",
+        "POST",
+        "/api/v1/transactions/ingest",
+        "Send 1 to 100 records with external_tx_id so that nexus and 1099 totals count every sale.",
+    ),
+    (
+        "alerts",
+        "Watch your nexus alerts",
+        "GET",
+        "/api/v1/nexus-alerts",
+        "States where your recorded sales reach 80% of the economic-nexus threshold; needs seller-role sales in the ledger.",
+    ),
+];
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Guides")]
+impl GuidesApi {
+    /// The blog: articles on how levy reads the law
+    ///
+    /// Without parameters, the index of articles (slug, title, category, date, summary), newest first.
+    /// `category=` keeps the articles whose category contains the text, ignoring case. `slug=` returns one
+    /// article with its Markdown body (404 RESOURCE_NOT_FOUND when no article has it). No key needed.
+    #[oai(path = "/blog", method = "get", operation_id = "blog")]
+    async fn blog(
+        &self,
+        /// One article, by its slug.
+        slug: Query<Option<Param<BlogSlug>>>,
+        /// Keep the articles whose category contains this text (case-insensitive).
+        category: Query<Option<Param<BlogCategory>>>,
+    ) -> Result<BlogResponses, BlogErrors> {
+        let (slug, category) = (text(slug).0, text(category).0);
+        let mut errors = vec![];
+        if let Some(s) = &slug {
+            if !blog::is_slug(s) {
+                errors.push(format!("slug: `{s}` must match {} (at most {} characters)", blog::SLUG_PATTERN, blog::MAX_SLUG));
+            }
+        }
+        if let Some(c) = &category {
+            let n = c.chars().count();
+            if n == 0 || n > blog::MAX_CATEGORY {
+                errors.push(format!("category: must be 1 to {} characters", blog::MAX_CATEGORY));
+            }
+        }
+        if slug.is_some() && category.is_some() {
+            errors.push("category: give slug or category, not both".to_string());
+        }
+        if !errors.is_empty() {
+            return Err(ApiError::invalid(errors).into());
+        }
+        // Checked at start-up (`server::serve`), so this is an error only in a server started some other way.
+        let articles = blog::articles().map_err(|e| ApiError::internal(format!("blog: {}", e.len())))?;
+        let body = match (slug, category) {
+            (Some(s), _) => {
+                let a =
+                    articles.iter().find(|a| a.slug == s).ok_or_else(|| ApiError::not_found(format!("no article has the slug `{s}`")))?;
+                let mut article = entry(a);
+                article["format"] = json!("markdown");
+                article["body"] = json!(a.body);
+                json!({"success": true, "article": article})
+            }
+            (None, category) => {
+                let needle = category.as_deref().map(str::to_lowercase);
+                let list: Vec<Value> =
+                    articles.iter().filter(|a| needle.as_ref().is_none_or(|n| a.category.to_lowercase().contains(n))).map(entry).collect();
+                let mut body = json!({"success": true, "count": list.len(), "articles": list});
+                if let Some(c) = category {
+                    body["category"] = json!(c);
+                }
+                body
+            }
+        };
+        Ok(BlogResponses::Ok(JsonText::value(&body)))
+    }
+
+    /// Getting started: the steps, and with an API key your progress
+    ///
+    /// Without a key: the five steps (sign up, set nexus, first calculation, ingest, alerts), each with its
+    /// endpoint. With a key: the same steps, each marked done or not from the account's data (nexus configured,
+    /// calculations and ingested records in the ledger, seller-role sales for the alerts to watch), with counts.
+    #[oai(path = "/onboarding", method = "get", operation_id = "onboarding")]
+    async fn onboarding(&self, auth: KeyOrDemo) -> Result<OnboardingResponses, OnboardingErrors> {
+        let s = &self.0;
+        let progress = match auth.key() {
+            None => None,
+            Some(key) => {
+                let owner = s.authenticate(&key).await?;
+                let account = owner.entity;
+                let ledger = s.store.ledger_progress(&account.id).await.map_err(ApiError::from)?;
+                let nexus = s.store.nexus_states(&account.id).await.map_err(ApiError::from)?.iter().filter(|r| r.has_nexus).count();
+                let alerts = if ledger.seller_sales > 0 {
+                    s.nexus_alerts(&s.store.db, &account, s.nexus_map(&account).await?.as_ref(), s.clock.now_ms()).await?.len()
+                } else {
+                    0
+                };
+                Some([
+                    (true, "account created".to_string()),
+                    (account.nexus_configured, format!("{nexus} state(s) with nexus")),
+                    (ledger.calculations > 0, format!("{} calculation(s) recorded", ledger.calculations)),
+                    (ledger.ingested > 0, format!("{} record(s) ingested", ledger.ingested)),
+                    (
+                        ledger.seller_sales > 0,
+                        format!("{} seller-role sale(s) watched; {alerts} state(s) at 80% or more of the threshold", ledger.seller_sales),
+                    ),
+                ])
+            }
+        };
+        let mut steps = Vec::new();
+        for (i, (id, title, method, path, description)) in STEPS.iter().enumerate() {
+            let mut step = json!({"step": i + 1, "id": id, "title": title, "method": method, "path": path, "description": description});
+            if let Some(p) = &progress {
+                step["done"] = json!(p[i].0);
+                step["progress"] = json!(p[i].1);
+            }
+            steps.push(step);
+        }
+        let mut body = json!({"success": true, "personalized": progress.is_some(), "steps": steps});
+        if let Some(p) = &progress {
+            body["completed"] = json!(p.iter().filter(|x| x.0).count());
+            body["next_step"] = json!(p.iter().position(|x| !x.0).map(|i| STEPS[i].0));
+        }
+        Ok(OnboardingResponses::Ok(JsonText::value(&body)))
+    }
+}
