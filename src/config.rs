@@ -123,6 +123,29 @@ pub struct Config {
     /// The EIN encryption key as 64 hex characters (LEVY_DATA_KEY); default: `<data_dir>/data.key`, created on first start.
     pub data_key: Option<String>,
     pub limits: Limits,
+    pub x402: X402Settings,
+}
+
+/// Pay per call with x402 (`payments::x402`): off while LEVY_X402_PAYEE is unset.
+#[derive(Clone, Debug, Default)]
+pub struct X402Settings {
+    /// LEVY_X402_NETWORK, a name of `payments::x402::NETWORKS` (default `base`).
+    pub network: String,
+    /// LEVY_X402_PAYEE: the address paid (`0x` and 40 hex digits); unset, x402 is off.
+    pub payee: Option<String>,
+    /// LEVY_X402_FACILITATOR: the facilitator's base URL (its /verify and /settle are called).
+    pub facilitator: Option<String>,
+}
+
+impl X402Settings {
+    pub fn from_env() -> Self {
+        let set = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        X402Settings {
+            network: set("LEVY_X402_NETWORK").unwrap_or_else(|| "base".into()),
+            payee: set("LEVY_X402_PAYEE"),
+            facilitator: set("LEVY_X402_FACILITATOR"),
+        }
+    }
 }
 
 impl Config {
@@ -136,6 +159,7 @@ impl Config {
             data_dir,
             data_key: std::env::var("LEVY_DATA_KEY").ok(),
             limits: Limits::from_env(),
+            x402: X402Settings::from_env(),
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod config;
 pub mod engine;
 pub mod gains;
 pub mod ledger;
+pub mod payments;
 pub mod plans;
 pub mod rules;
 pub mod scenarios;

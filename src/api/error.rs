@@ -46,7 +46,7 @@ pub enum ErrorCode {
     WebhookSignatureInvalid,
     /// 500: unexpected error; details are only in the server log. Safe to retry with backoff.
     Internal,
-    /// 503: the database did not answer. Transient; retry.
+    /// 503: the database, or the x402 facilitator of a paid call, did not answer (nothing was charged). Transient; retry.
     DbUnavailable,
 }
 
@@ -70,6 +70,12 @@ pub struct ErrorEnvelope {
     /// On the demo daily cap: the pay-per-call option.
     #[oai(skip_serializing_if_is_none)]
     pub pay_per_call: Option<Value>,
+    /// On a 402 while x402 is on: 1, the x402 version of `accepts` (this body is x402 v1's `PaymentRequirementsResponse`).
+    #[oai(rename = "x402Version", skip_serializing_if_is_none)]
+    pub x402_version: Option<i32>,
+    /// On a 402 while x402 is on: how to pay for the call (the same offer, in x402 v2 form, is the PAYMENT-REQUIRED header).
+    #[oai(skip_serializing_if_is_none)]
+    pub accepts: Option<Vec<crate::payments::x402::PaymentRequirements>>,
 }
 
 /// A failure on its way to the caller.
@@ -81,11 +87,13 @@ pub struct ApiError {
     pub errors: Vec<String>,
     pub signup: Option<Value>,
     pub pay_per_call: Option<Value>,
+    /// The x402 payment requirements a 402 offers.
+    pub accepts: Option<Vec<crate::payments::x402::PaymentRequirements>>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into(), errors: Vec::new(), signup: None, pay_per_call: None }
+        ApiError { status, code, message: message.into(), errors: Vec::new(), signup: None, pay_per_call: None, accepts: None }
     }
 
     pub fn invalid(errors: Vec<String>) -> Self {
@@ -151,6 +159,8 @@ impl ApiError {
             errors: (!self.errors.is_empty()).then(|| self.errors.clone()),
             signup: self.signup.clone(),
             pay_per_call: self.pay_per_call.clone(),
+            x402_version: self.accepts.as_ref().map(|_| 1),
+            accepts: self.accepts.clone(),
         }
     }
 }

@@ -183,7 +183,7 @@ impl AppState {
             e.signup = Some(signup_block());
             e.pay_per_call = Some(json!({
                 "id": "x402",
-                "price_usd_per_call": 0.005,
+                "price_usd_per_call": crate::engine::render::num(crate::payments::x402::x402_price()),
                 "currency": "USDC",
                 "header": "X-PAYMENT",
                 "note": "per-call USDC payment under the x402 protocol; no account needed",

@@ -17,7 +17,9 @@ mod health;
 mod keys;
 mod ledger;
 mod nexus;
+mod paid;
 mod trades;
+mod wallets;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -44,12 +46,20 @@ pub struct AppState {
     pub ledger: Arc<Ledger>,
     /// API keys looked up by this instance, for the calls the ledger batch checks again.
     pub keys: auth::KeyCache,
+    /// Pay per call with x402; `None` while no payee is configured.
+    pub x402: Option<crate::payments::x402::X402>,
 }
 
 impl AppState {
     pub fn new(store: Store, registry: Arc<Registry>, clock: Clock, limits: Limits, data_key: DataKey) -> AppState {
         let ledger = Arc::new(Ledger::new(store.clone(), registry.clone(), limits.burst_per_minute));
-        AppState { store, registry, clock, limits, data_key, ledger, keys: Default::default() }
+        AppState { store, registry, clock, limits, data_key, ledger, keys: Default::default(), x402: None }
+    }
+
+    /// The state with x402 configured as `settings` say (off without a payee).
+    pub fn with_x402(mut self, settings: &crate::config::X402Settings) -> Result<AppState, String> {
+        self.x402 = crate::payments::x402::X402::from_settings(settings)?;
+        Ok(self)
     }
 
     /// Records a job in the ledger; a calculate call paid by a key reports its burst window (X-RateLimit-*).
@@ -75,6 +85,8 @@ pub enum ApiTags {
     Accounts,
     /// API keys: list, create, revoke.
     Keys,
+    /// Wallets linked to the account: x402 payments they sign are recorded to it.
+    Wallets,
     /// The gains tracker: trades, cost-basis lots, realized gains, wash sales, estimates, the draft 1099-DA
     /// and state capital-gains rates.
     Gains,
@@ -95,6 +107,7 @@ pub type Apis = (
     nexus::NexusApi,
     accounts::AccountsApi,
     keys::KeysApi,
+    wallets::WalletsApi,
     trades::TradesApi,
     trades::RatesApi,
 );
@@ -107,6 +120,7 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         nexus::NexusApi(state.clone()),
         accounts::AccountsApi(state.clone()),
         keys::KeysApi(state.clone()),
+        wallets::WalletsApi(state.clone()),
         trades::TradesApi(state.clone()),
         trades::RatesApi(state),
     );

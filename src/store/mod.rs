@@ -12,6 +12,7 @@ pub mod nexus;
 pub mod prepared;
 pub mod script;
 pub mod wal;
+pub mod wallets;
 
 use std::time::Duration;
 

@@ -7,6 +7,7 @@ pub mod calculate;
 pub mod gains;
 pub mod ledger;
 pub mod param;
+pub mod wallets;
 
 /// Declares a documented enum whose values are a list the service itself validates against (the engine's in
 /// `crate::rules::schema`, the gains tracker's in `crate::gains`), so the document cannot drift from what the

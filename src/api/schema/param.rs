@@ -204,3 +204,16 @@ impl<T: Type + poem_openapi::types::ToJSON> poem_openapi::types::ToJSON for Stat
         self.0.to_json()
     }
 }
+
+/// An EVM wallet address: `0x` and 40 hex digits, any case (compared case-insensitively).
+pub const WALLET_ADDRESS_PATTERN: &str = "^0x[0-9a-fA-F]{40}$";
+
+documented!(
+    /// An EVM wallet address: `0x` and 40 hex digits, any case.
+    WalletAddress => MetaSchema { pattern: Some(WALLET_ADDRESS_PATTERN.to_string()), ..MetaSchema::new("string") }
+);
+
+documented!(
+    /// The chain a wallet pays on: a network x402 payments are taken on (`payments::x402::NETWORKS`).
+    ChainName => strings(crate::payments::x402::NETWORKS.iter().map(|n| n.name.to_string()))
+);
