@@ -149,10 +149,29 @@ impl TestApp {
         TestApp::build(db, backend, clock, limits, registry()).await
     }
 
+    /// An instance taking x402 payments as `x402` says, its clock at the real time (the x402 client library
+    /// signs authorizations valid from the real time).
+    pub async fn start_x402(backend: Backend, limits: Limits, x402: &levy::config::X402Settings) -> Option<TestApp> {
+        let db = Arc::new(Db::fresh(backend).await?);
+        Some(TestApp::build_with(db, backend, Clock::fixed(Utc::now()), limits, registry(), x402).await)
+    }
+
     async fn build(db: Arc<Db>, backend: Backend, clock: Clock, limits: Limits, rules: Arc<Registry>) -> TestApp {
+        TestApp::build_with(db, backend, clock, limits, rules, &Default::default()).await
+    }
+
+    async fn build_with(
+        db: Arc<Db>,
+        backend: Backend,
+        clock: Clock,
+        limits: Limits,
+        rules: Arc<Registry>,
+        x402: &levy::config::X402Settings,
+    ) -> TestApp {
         let store = db.store().await;
         store.migrate().await.unwrap();
-        let state = Arc::new(AppState::new(store, rules, clock.clone(), limits, DataKey::from_hex(&"ab".repeat(32)).unwrap()));
+        let state = AppState::new(store, rules, clock.clone(), limits, DataKey::from_hex(&"ab".repeat(32)).unwrap());
+        let state = Arc::new(state.with_x402(x402).unwrap());
         let client = Arc::new(TestClient::new(app(state.clone(), true).boxed()));
         TestApp { state, client, clock, backend, db }
     }

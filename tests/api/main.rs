@@ -21,3 +21,5 @@ mod migrations;
 mod nexus;
 mod query;
 mod tenancy;
+mod wallets;
+mod x402;
