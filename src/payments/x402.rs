@@ -221,7 +221,7 @@ pub fn decode(header: &str, version: u8) -> Result<Payment, Refused> {
         && is_hex(&a.nonce, 64)
         && sig.len() >= 130
         && sig.len() <= 4096
-        && sig.len() % 2 == 0
+        && sig.len().is_multiple_of(2)
         && sig.bytes().all(|b| b.is_ascii_hexdigit());
     if !well_formed {
         return Err(bad("authorization.from and .to are addresses, nonce 32 bytes, signature at least 65 bytes, all hex"));
