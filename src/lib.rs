@@ -10,6 +10,7 @@ pub mod config;
 pub mod engine;
 pub mod gains;
 pub mod ledger;
+pub mod payments;
 pub mod plans;
 pub mod postal;
 pub mod rules;

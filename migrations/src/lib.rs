@@ -13,6 +13,7 @@ mod m20261121_000004_create_gains;
 mod m20261121_000005_pack_ledger;
 mod m20261126_000001_unpack_ledger;
 mod m20261126_000002_create_report_runs;
+mod m20261126_000002_create_wallets;
 
 pub struct Migrator;
 
@@ -27,6 +28,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261121_000005_pack_ledger::Migration),
             Box::new(m20261126_000001_unpack_ledger::Migration),
             Box::new(m20261126_000002_create_report_runs::Migration),
+            Box::new(m20261126_000002_create_wallets::Migration),
         ]
     }
 }

@@ -5,18 +5,18 @@ use std::sync::Arc;
 use super::schema::param::{IdempotencyKey, Param};
 use crate::clock::iso;
 use poem_openapi::param::Header;
+use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::Value;
 
 use super::auth::{KeyAuth, KeyOrDemo};
 use super::context::client_ip;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorEnvelope};
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::payload::{JsonBody, JsonText};
 use super::schema::calculate::{CalculateRequest, Calculation};
 use super::{ApiTags, AppState};
 use crate::engine::{determine, parse_request, render, Input, Request};
-use crate::error_responses;
 use crate::ledger::{Entry, Job, Payer, Source};
 use crate::security::new_id;
 
@@ -36,22 +36,78 @@ pub struct CalculateApi(pub Arc<AppState>);
         name = "X-Idempotency-Status",
         ty = "Option<String>",
         description = "`cached` when this is the stored response of an earlier request with the same Idempotency-Key."
+    ),
+    header(
+        name = "X-PAYMENT-RESPONSE",
+        ty = "Option<String>",
+        description = "x402 v1, on a call paid with X-PAYMENT: base64 of the settlement JSON {success, transaction, network, payer}; replayed with a stored answer."
+    ),
+    header(
+        name = "PAYMENT-RESPONSE",
+        ty = "Option<String>",
+        description = "x402 v2, on a call paid with PAYMENT-SIGNATURE: the same settlement JSON, base64."
     )
 )]
 pub enum CalculateResponse {
-    /// The determination: the full answer with an API key (recorded in the ledger), the demo answer without.
+    /// The determination: the full answer with an API key (`mode` live) or an x402 payment (`mode` x402), recorded in
+    /// the ledger; the demo answer without either.
     #[oai(status = 200)]
     Ok(JsonText<Calculation>),
 }
 
-error_responses!(CalculateErrors {
-    400 => BadRequest: "INVALID_INPUT (errors names each field), INVALID_JSON_BODY, or IDEMPOTENCY_KEY_INVALID.",
-    401 => Unauthorized: "UNAUTHORIZED: the API key is malformed, unknown or revoked.",
-    402 => PaymentRequired: "PAYMENT_REQUIRED: the keyless demo's 50 calls per UTC day are used up; the body carries `signup` and `pay_per_call`.",
-    409 => Conflict: "IDEMPOTENCY_KEY_CONFLICT (same key, different body) or RESOURCE_CONFLICT (same key still running after 5 s; Retry-After sent).",
-    429 => TooManyRequests: "RATE_LIMITED: the key's 120 calls per 60 s or the demo's 30 per minute (Retry-After sent), or the free plan's monthly allowance (error says Monthly limit reached; no Retry-After).",
-    503 => DbUnavailable: "DB_UNAVAILABLE: the database does not answer; retry.",
-});
+/// The errors of calculate (as `error_responses!` declares them, with the 402's x402 headers).
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id, echoed from the request or generated."))]
+pub enum CalculateErrors {
+    /// INVALID_INPUT (errors names each field), INVALID_JSON_BODY, or IDEMPOTENCY_KEY_INVALID.
+    #[oai(status = 400)]
+    BadRequest(Json<ErrorEnvelope>),
+    /// UNAUTHORIZED: the API key is malformed, unknown or revoked.
+    #[oai(status = 401)]
+    Unauthorized(Json<ErrorEnvelope>),
+    /// PAYMENT_REQUIRED: the keyless demo's 50 calls per UTC day are used up, or an x402 payment was refused (the
+    /// message gives the x402 reason) or x402 is not configured. The body carries `signup` and `pay_per_call`, and
+    /// while x402 is on, x402 v1's `x402Version` and `accepts` (the v2 offer is the PAYMENT-REQUIRED header).
+    #[oai(
+        status = 402,
+        header(
+            name = "PAYMENT-REQUIRED",
+            ty = "Option<String>",
+            description = "x402 v2: base64 of the PaymentRequired JSON {x402Version 2, error, resource, accepts}; sent while x402 is on."
+        )
+    )]
+    PaymentRequired(Json<ErrorEnvelope>),
+    /// IDEMPOTENCY_KEY_CONFLICT (same key, different body) or RESOURCE_CONFLICT (same key still running after 5 s; Retry-After sent).
+    #[oai(status = 409)]
+    Conflict(Json<ErrorEnvelope>),
+    /// RATE_LIMITED: the key's 120 calls per 60 s or the demo's 30 per minute (Retry-After sent), or the free plan's monthly allowance (error says Monthly limit reached; no Retry-After).
+    #[oai(status = 429)]
+    TooManyRequests(Json<ErrorEnvelope>),
+    /// DB_UNAVAILABLE: the database, or the x402 facilitator of a paid call, does not answer (nothing charged); retry.
+    #[oai(status = 503)]
+    DbUnavailable(Json<ErrorEnvelope>),
+    /// Unexpected error; details are only in the server log.
+    #[oai(status = 500)]
+    Internal(Json<ErrorEnvelope>),
+}
+
+impl From<ApiError> for CalculateErrors {
+    fn from(e: ApiError) -> Self {
+        let body = Json(e.envelope());
+        match e.status.as_u16() {
+            400 => CalculateErrors::BadRequest(body),
+            401 => CalculateErrors::Unauthorized(body),
+            402 => CalculateErrors::PaymentRequired(body),
+            409 => CalculateErrors::Conflict(body),
+            429 => CalculateErrors::TooManyRequests(body),
+            503 => CalculateErrors::DbUnavailable(body),
+            500 => CalculateErrors::Internal(body),
+            other => CalculateErrors::Internal(Json(
+                ApiError::internal(format!("undeclared status {other} from calculate: {}", e.message)).envelope(),
+            )),
+        }
+    }
+}
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Calculate")]
 impl CalculateApi {
@@ -62,21 +118,40 @@ impl CalculateApi {
     /// revenue in one database transaction. A seller call for a state without stored nexus answers total_tax 0
     /// with `tax_if_nexus`. `nexus_override` and `vendor_ytd_override` are demo-only and rejected here.
     ///
-    /// Without a key: the demo answer (totals, no breakdown, nothing written), limited per client address to
-    /// 30 calls per minute and 50 per UTC day; every call counts, invalid ones included.
+    /// Without a key, paid per call with x402 (`X-PAYMENT`, or v2's `PAYMENT-SIGNATURE`): 0.005 USD in USDC,
+    /// checked against the 402's requirements, verified and settled by the configured facilitator, answered in full
+    /// with `mode` x402 and the receipt header, and recorded to the account that linked the paying wallet (else to
+    /// the wallet's own account). A refused payment is 402 with the reason; a facilitator that does not answer is
+    /// 503; neither records nor charges anything. An authorization pays for one call.
+    ///
+    /// Without a key or payment: the demo answer (totals, no breakdown, nothing written), limited per client
+    /// address to 30 calls per minute and 50 per UTC day; every call counts, invalid ones included. Past the day's
+    /// 50, the 402 offers x402.
     #[oai(path = "/calculate", method = "post", operation_id = "calculate")]
     async fn calculate(
         &self,
         auth: KeyOrDemo,
-        /// Makes a keyed retry safe: same key and body within 24 hours replays the stored response.
+        /// Makes a keyed or paid retry safe: same key and body within 24 hours replays the stored response (and a
+        /// paid call's receipt), without paying again.
         #[oai(name = "Idempotency-Key")]
         _idempotency_key: Header<Option<Param<IdempotencyKey>>>,
+        /// x402 v1: base64 of the PaymentPayload JSON {x402Version 1, scheme exact, network, payload {signature,
+        /// authorization {from, to, value, validAfter, validBefore, nonce}}} for one of the 402's `accepts`. Ignored with an API key.
+        #[oai(name = "X-PAYMENT", validator(max_length = 8192))]
+        _x_payment: Header<Option<String>>,
+        /// x402 v2: base64 of the PaymentPayload JSON {x402Version 2, accepted, payload} for the PAYMENT-REQUIRED offer. Ignored with an API key.
+        #[oai(name = "PAYMENT-SIGNATURE", validator(max_length = 8192))]
+        _payment_signature: Header<Option<String>>,
         req: &poem::Request,
         body: JsonBody<CalculateRequest>,
     ) -> Result<CalculateResponse, CalculateErrors> {
         let s = &self.0;
         let Some(key) = auth.key() else {
-            return Ok(s.demo_calculation(&body).await?);
+            if let Some(payment) = super::paid::payment_header(req) {
+                let text = s.paid_calculation(req, payment, super::idempotency::header_text(req).as_deref(), &body).await?;
+                return Ok(CalculateResponse::Ok(JsonText::new(text)));
+            }
+            return Ok(s.demo_calculation(req, &body).await?);
         };
         match s.keyed_calculation(&key, super::idempotency::header_text(req).as_deref(), &body).await {
             Ok(text) => Ok(CalculateResponse::Ok(JsonText::new(text))),
@@ -199,8 +274,11 @@ impl AppState {
         }
     }
 
-    async fn demo_calculation(&self, body: &JsonBody<CalculateRequest>) -> Result<CalculateResponse, ApiError> {
-        self.check_demo(&client_ip()).await?;
+    async fn demo_calculation(&self, req: &poem::Request, body: &JsonBody<CalculateRequest>) -> Result<CalculateResponse, ApiError> {
+        self.check_demo(&client_ip()).await.map_err(|mut e| {
+            self.offer_x402(&mut e, req, "demo_limit_reached");
+            e
+        })?;
         let value = body.value()?;
         let request = parse_request(value).map_err(|e| ApiError::fields(&e))?;
         let now = self.clock.now();

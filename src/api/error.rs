@@ -29,7 +29,7 @@ use crate::store::StoreError;
 /// - RATE_LIMITED (429): burst or demo limiter tripped (Retry-After sent), or the free plan's monthly allowance used up ("Monthly limit reached", no Retry-After).
 /// - WEBHOOK_SIGNATURE_INVALID (401): the partner webhook signature did not verify.
 /// - INTERNAL (500): unexpected error; details are only in the server log. Safe to retry with backoff.
-/// - DB_UNAVAILABLE (503): the database did not answer. Transient; retry.
+/// - DB_UNAVAILABLE (503): the database, or the x402 facilitator of a paid call, did not answer (nothing was charged). Transient; retry.
 #[derive(Enum, Clone, Copy, Debug, PartialEq, Eq)]
 #[oai(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
@@ -75,6 +75,12 @@ pub struct ErrorEnvelope {
     /// how to authenticate, pay and retry.
     #[oai(skip_serializing_if_is_none)]
     pub agent_guide: Option<String>,
+    /// On a 402 while x402 is on: 1, the x402 version of `accepts` (this body is x402 v1's `PaymentRequirementsResponse`).
+    #[oai(rename = "x402Version", skip_serializing_if_is_none)]
+    pub x402_version: Option<i32>,
+    /// On a 402 while x402 is on: how to pay for the call (the same offer, in x402 v2 form, is the PAYMENT-REQUIRED header).
+    #[oai(skip_serializing_if_is_none)]
+    pub accepts: Option<Vec<crate::payments::x402::PaymentRequirements>>,
 }
 
 /// The statuses whose envelope carries `agent_guide`.
@@ -89,11 +95,13 @@ pub struct ApiError {
     pub errors: Vec<String>,
     pub signup: Option<Value>,
     pub pay_per_call: Option<Value>,
+    /// The x402 payment requirements a 402 offers.
+    pub accepts: Option<Vec<crate::payments::x402::PaymentRequirements>>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into(), errors: Vec::new(), signup: None, pay_per_call: None }
+        ApiError { status, code, message: message.into(), errors: Vec::new(), signup: None, pay_per_call: None, accepts: None }
     }
 
     pub fn invalid(errors: Vec<String>) -> Self {
@@ -160,6 +168,8 @@ impl ApiError {
             signup: self.signup.clone(),
             pay_per_call: self.pay_per_call.clone(),
             agent_guide: AGENT_GUIDE_STATUSES.contains(&self.status.as_u16()).then(|| super::agents::GUIDE_PATH.to_string()),
+            x402_version: self.accepts.as_ref().map(|_| 1),
+            accepts: self.accepts.clone(),
         }
     }
 }

@@ -23,7 +23,9 @@ mod nexus;
 pub mod pricing;
 mod rates;
 mod report;
+mod paid;
 mod trades;
+mod wallets;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -55,6 +57,8 @@ pub struct AppState {
     pub keys: auth::KeyCache,
     /// The agents guide, generated from the served document when the application is built ([`app`]).
     pub agents_guide: std::sync::OnceLock<String>,
+    /// Pay per call with x402; `None` while no payee is configured.
+    pub x402: Option<crate::payments::x402::X402>,
 }
 
 impl AppState {
@@ -75,7 +79,13 @@ impl AppState {
         data_key: DataKey,
     ) -> AppState {
         let ledger = Arc::new(Ledger::new(store.clone(), registry.clone(), plans.clone(), limits.burst_per_minute));
-        AppState { store, registry, plans, clock, limits, data_key, ledger, keys: Default::default(), agents_guide: Default::default() }
+        AppState { store, registry, plans, clock, limits, data_key, ledger, keys: Default::default(), agents_guide: Default::default(), x402: None }
+    }
+
+    /// The state with x402 configured as `settings` say (off without a payee), at the plans' pay-per-call price.
+    pub fn with_x402(mut self, settings: &crate::config::X402) -> Result<AppState, String> {
+        self.x402 = crate::payments::x402::X402::from_settings(settings, self.plans.pay_per_call.price_usd_per_call)?;
+        Ok(self)
     }
 
     /// Records a job in the ledger; a calculate call paid by a key reports its burst window (X-RateLimit-*).
@@ -101,6 +111,8 @@ pub enum ApiTags {
     Accounts,
     /// API keys: list, create, revoke.
     Keys,
+    /// Wallets linked to the account: x402 payments they sign are recorded to it.
+    Wallets,
     /// The gains tracker: trades, cost-basis lots, realized gains, wash sales, estimates, the draft 1099-DA
     /// and state capital-gains rates.
     Gains,
@@ -127,6 +139,7 @@ pub type Apis = (
     nexus::NexusApi,
     accounts::AccountsApi,
     keys::KeysApi,
+    wallets::WalletsApi,
     trades::TradesApi,
     trades::RatesApi,
     pricing::PricingApi,
@@ -144,6 +157,7 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         nexus::NexusApi(state.clone()),
         accounts::AccountsApi(state.clone()),
         keys::KeysApi(state.clone()),
+        wallets::WalletsApi(state.clone()),
         trades::TradesApi(state.clone()),
         trades::RatesApi(state.clone()),
         pricing::PricingApi(state.clone()),

@@ -124,7 +124,8 @@ struct Prepared {
 
 /// Determines an entry of the account's with the nexus given, renders it with the API's members, its 1099 parts
 /// left to settle, and packs the rest.
-fn prepare(registry: &Registry, now_ms: i64, entity_id: &str, nexus: Nexus, entry: &Entry) -> Result<Prepared, Refusal> {
+fn prepare(registry: &Registry, now_ms: i64, payer: &Payer, nexus: Nexus, entry: &Entry) -> Result<Prepared, Refusal> {
+    let entity_id = payer.entity_id();
     let input = Input { request: &entry.request, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(now_ms) };
     let det = determine(registry, &input).map_err(|err| engine_refusal(err, &entry.prefix))?;
     let id = new_ordered_id("tx", now_ms);
@@ -132,7 +133,7 @@ fn prepare(registry: &Registry, now_ms: i64, entity_id: &str, nexus: Nexus, entr
         ("transaction_id", id.as_str()),
         ("timestamp", &iso(now_ms)),
         ("entity_id", entity_id),
-        ("mode", "live"),
+        ("mode", payer.mode()),
         ("api_version", API_VERSION),
     ];
     let fixed = FullText::new(&det).into_fixed(&extra);
@@ -369,7 +370,7 @@ impl Ledger {
         let nexus = self.nexus_seen.get(&entity_id).unwrap_or_default();
         let mut errors = Vec::new();
         for entry in &mut job.entries {
-            entry.prepared = match prepare(&self.registry, job.now_ms, &entity_id, nexus.clone(), entry) {
+            entry.prepared = match prepare(&self.registry, job.now_ms, &job.payer, nexus.clone(), entry) {
                 Ok(p) => Some(p),
                 Err(Refusal::Input(e)) => {
                     errors.extend(e);
@@ -465,7 +466,7 @@ impl Ledger {
         // account a per-call payment is attributed to.
         let account_of = |job: &Job| match &job.payer {
             Payer::ApiKey { key_id, entity_id } => owners.get(key_id).filter(|a| a.id == *entity_id),
-            Payer::PerCall { entity_id } => per_call.get(entity_id),
+            Payer::PerCall { entity_id, .. } => per_call.get(entity_id),
         };
         let mut learned = false;
         let limit = self.burst_per_minute;
@@ -543,7 +544,7 @@ impl Ledger {
             let redone;
             let prepared = match &entry.prepared {
                 Some(p) if *p.nexus == *account_nexus => p,
-                _ => match prepare(&self.registry, job.now_ms, entity_id, account_nexus, entry) {
+                _ => match prepare(&self.registry, job.now_ms, &job.payer, account_nexus, entry) {
                     Ok(p) => {
                         redone = p;
                         &redone

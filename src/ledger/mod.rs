@@ -26,15 +26,24 @@ pub enum Payer {
     /// against its plan's allowance.
     ApiKey { key_id: String, entity_id: String },
     /// A payment for the call itself (x402, MPP, a partner's user), attributed to an account: no key to check
-    /// again, no burst window, no monthly allowance (the call is paid for as it is made).
-    PerCall { entity_id: String },
+    /// again, no burst window, no monthly allowance (the call is paid for as it is made). `mode` is the answer's
+    /// `mode` (`x402`, `mpp`).
+    PerCall { entity_id: String, mode: &'static str },
 }
 
 impl Payer {
     /// The account the job is recorded to.
     pub fn entity_id(&self) -> &str {
         match self {
-            Payer::ApiKey { entity_id, .. } | Payer::PerCall { entity_id } => entity_id,
+            Payer::ApiKey { entity_id, .. } | Payer::PerCall { entity_id, .. } => entity_id,
+        }
+    }
+
+    /// The calculate answer's `mode`: `live` for a key, the payment's protocol otherwise.
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Payer::ApiKey { .. } => "live",
+            Payer::PerCall { mode, .. } => mode,
         }
     }
 

@@ -13,6 +13,7 @@ pub mod prepared;
 pub mod reports;
 pub mod script;
 pub mod wal;
+pub mod wallets;
 
 use std::time::Duration;
 

@@ -384,7 +384,7 @@ fn per_call_job(app: &TestApp, entity_id: &str, amount: u32, counterparty: &str)
     let request = levy::engine::parse_request(&raw).unwrap();
     let entry = Entry::new(request, raw, String::new(), None, None);
     Job {
-        payer: Payer::PerCall { entity_id: entity_id.into() },
+        payer: Payer::PerCall { entity_id: entity_id.into(), mode: "x402" },
         entries: vec![entry],
         source: Source::Calculate { idempotency_key: None },
         now_ms: app.clock.now_ms(),
@@ -427,7 +427,7 @@ async fn calls_paid_per_call_share_batches_with_keyed_calls(app: TestApp) {
         assert_eq!(answer.burst, None, "job {i}: no burst window");
         let recorded = answer.result.unwrap_or_else(|e| panic!("job {i}: {e:?}"));
         let body: Value = serde_json::from_str(&recorded.response).unwrap();
-        assert_eq!(body["mode"], json!("live"));
+        assert_eq!(body["mode"], json!("x402"));
         totals.insert(num(&body["tracking_1099"]["vendor_ytd_total"]) as i64);
         // 100 into Texas, SaaS by default, taxed on 80% at 6.25%: 5.00.
         assert_eq!(num(&body["total_tax"]), 5.0, "{body}");

@@ -152,11 +152,18 @@ impl TestApp {
     /// An instance with plans of its own (a plans file with other allowances, say) on a fresh database.
     pub async fn start_with_plans(backend: Backend, limits: Limits, plans: levy::plans::Plans) -> Option<TestApp> {
         let db = Arc::new(Db::fresh(backend).await?);
-        Some(TestApp::build_with(db, backend, Clock::fixed(start_time()), limits, registry(), Some(Arc::new(plans))).await)
+        Some(TestApp::build_with(db, backend, Clock::fixed(start_time()), limits, registry(), Some(Arc::new(plans)), &Default::default()).await)
+    }
+
+    /// An instance taking x402 payments as `x402` says, its clock at the real time (the x402 client library
+    /// signs authorizations valid from the real time).
+    pub async fn start_x402(backend: Backend, limits: Limits, x402: &levy::config::X402) -> Option<TestApp> {
+        let db = Arc::new(Db::fresh(backend).await?);
+        Some(TestApp::build_with(db, backend, Clock::fixed(Utc::now()), limits, registry(), None, x402).await)
     }
 
     async fn build(db: Arc<Db>, backend: Backend, clock: Clock, limits: Limits, rules: Arc<Registry>) -> TestApp {
-        TestApp::build_with(db, backend, clock, limits, rules, None).await
+        TestApp::build_with(db, backend, clock, limits, rules, None, &Default::default()).await
     }
 
     /// `plans`: `None` for the plans compiled into the binary (`rules/plans.yaml`).
@@ -167,14 +174,16 @@ impl TestApp {
         limits: Limits,
         rules: Arc<Registry>,
         plans: Option<Arc<levy::plans::Plans>>,
+        x402: &levy::config::X402,
     ) -> TestApp {
         let store = db.store().await;
         store.migrate().await.unwrap();
         let key = DataKey::from_hex(&"ab".repeat(32)).unwrap();
-        let state = Arc::new(match plans {
+        let state = match plans {
             Some(plans) => AppState::with_plans(store, rules, plans, clock.clone(), limits, key),
             None => AppState::new(store, rules, clock.clone(), limits, key),
-        });
+        };
+        let state = Arc::new(state.with_x402(x402).unwrap());
         let client = Arc::new(TestClient::new(app(state.clone(), true).boxed()));
         TestApp { state, client, clock, backend, db }
     }

@@ -26,3 +26,5 @@ mod query;
 mod rates;
 mod report;
 mod tenancy;
+mod wallets;
+mod x402;

@@ -10,6 +10,7 @@ pub mod ledger;
 pub mod param;
 pub mod pricing;
 pub mod rates;
+pub mod wallets;
 
 /// Declares a documented enum whose values are a list the service itself validates against (the engine's in
 /// `crate::rules::schema`, the gains tracker's in `crate::gains`), so the document cannot drift from what the

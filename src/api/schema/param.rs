@@ -224,3 +224,15 @@ pub const ZIP_PATTERN: &str = "^[0-9]{5}$";
 pub fn is_zip(s: &str) -> bool {
     s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit())
 }
+/// An EVM wallet address: `0x` and 40 hex digits, any case (compared case-insensitively).
+pub const WALLET_ADDRESS_PATTERN: &str = "^0x[0-9a-fA-F]{40}$";
+
+documented!(
+    /// An EVM wallet address: `0x` and 40 hex digits, any case.
+    WalletAddress => MetaSchema { pattern: Some(WALLET_ADDRESS_PATTERN.to_string()), ..MetaSchema::new("string") }
+);
+
+documented!(
+    /// The chain a wallet pays on: a network x402 payments are taken on (`payments::x402::NETWORKS`).
+    ChainName => strings(crate::payments::x402::NETWORKS.iter().map(|n| n.name.to_string()))
+);

@@ -16,3 +16,5 @@ pub mod state_revenue;
 pub mod trade;
 pub mod transaction;
 pub mod vendor_ytd;
+pub mod wallet;
+pub mod x402_payment;
