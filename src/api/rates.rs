@@ -361,7 +361,7 @@ impl PublicRatesApi {
         let special_taxes = reg
             .special_taxes
             .iter()
-            .filter(|t| t.state == state && t.zips.iter().any(|z| *z == zip))
+            .filter(|t| t.state == state && t.zips.contains(&zip))
             .filter_map(|t| {
                 let rate = in_force(&t.rates, day)?;
                 Some(SpecialTaxView {
@@ -426,10 +426,12 @@ impl PublicRatesApi {
                 unknown.push(entry.code.clone());
                 continue;
             };
-            if !rows.contains_key(&i) {
-                rows.insert(i, table::state_rates(reg, i, day).map_err(|e| ApiError::engine(e, ""))?);
-            }
-            let Some(row) = rows.get(&i) else { continue };
+            let row: &StateRates = match rows.entry(i) {
+                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(table::state_rates(reg, i, day).map_err(|e| ApiError::engine(e, ""))?)
+                }
+            };
             compared += 1;
             let mut agrees = true;
             if entry.rate != row.rate() {
