@@ -182,6 +182,8 @@ fn validated_values(field: &str) -> Option<Vec<&'static str>> {
         "tax_entity_type" => levy::gains::EntityType::NAMES.to_vec(),
         "filing_status" => FILING_STATUSES.to_vec(),
         "asset_class" => ASSET_CLASSES.to_vec(),
+        // A wallet's chain: the networks x402 payments are taken on (src/api/wallets.rs).
+        "chain" => levy::payments::x402::NETWORKS.iter().map(|n| n.name).collect(),
         // Checked where they are read, with these literal lists (src/api/accounts.rs, src/api/keys.rs).
         "network_visibility" => vec!["public", "private"],
         // Query parameters of GET /rates/capital-gains (src/api/trades.rs).
