@@ -27,8 +27,8 @@ pub enum BlogResponses {
 }
 
 error_responses!(BlogErrors {
-    400 => BadRequest: "INVALID_INPUT: slug is not a well-formed slug, category is empty or longer than 100 characters, or both were sent.",
-    404 => NotFound: "RESOURCE_NOT_FOUND: no article has this slug.",
+    400 => BadRequest: "INVALID_INPUT: slug is not a well-formed slug, or category is empty or longer than 100 characters.",
+    404 => NotFound: "RESOURCE_NOT_FOUND: no article has this slug (in the category, when one is sent too).",
 });
 
 #[derive(ApiResponse)]
@@ -94,7 +94,8 @@ impl GuidesApi {
     ///
     /// Without parameters, the index of articles (slug, title, category, date, summary), newest first.
     /// `category=` keeps the articles whose category contains the text, ignoring case. `slug=` returns one
-    /// article with its Markdown body (404 RESOURCE_NOT_FOUND when no article has it). No key needed.
+    /// article with its Markdown body (404 RESOURCE_NOT_FOUND when no article has it, or when a category sent
+    /// with it does not match). No key needed.
     #[oai(path = "/blog", method = "get", operation_id = "blog")]
     async fn blog(
         &self,
@@ -116,27 +117,26 @@ impl GuidesApi {
                 errors.push(format!("category: must be 1 to {} characters", blog::MAX_CATEGORY));
             }
         }
-        if slug.is_some() && category.is_some() {
-            errors.push("category: give slug or category, not both".to_string());
-        }
         if !errors.is_empty() {
             return Err(ApiError::invalid(errors).into());
         }
         // Checked at start-up (`server::serve`), so this is an error only in a server started some other way.
         let articles = blog::articles().map_err(|e| ApiError::internal(format!("blog: {}", e.len())))?;
+        let needle = category.as_deref().map(str::to_lowercase);
+        let in_category = |a: &Article| needle.as_ref().is_none_or(|n| a.category.to_lowercase().contains(n));
         let body = match (slug, category) {
             (Some(s), _) => {
-                let a =
-                    articles.iter().find(|a| a.slug == s).ok_or_else(|| ApiError::not_found(format!("no article has the slug `{s}`")))?;
+                let a = articles
+                    .iter()
+                    .find(|a| a.slug == s && in_category(a))
+                    .ok_or_else(|| ApiError::not_found(format!("no article has the slug `{s}` (in that category, when one is given)")))?;
                 let mut article = entry(a);
                 article["format"] = json!("markdown");
                 article["body"] = json!(a.body);
                 json!({"success": true, "article": article})
             }
             (None, category) => {
-                let needle = category.as_deref().map(str::to_lowercase);
-                let list: Vec<Value> =
-                    articles.iter().filter(|a| needle.as_ref().is_none_or(|n| a.category.to_lowercase().contains(n))).map(entry).collect();
+                let list: Vec<Value> = articles.iter().filter(|a| in_category(a)).map(entry).collect();
                 let mut body = json!({"success": true, "count": list.len(), "articles": list});
                 if let Some(c) = category {
                     body["category"] = json!(c);

@@ -42,12 +42,14 @@ async fn blog_index_filters_and_articles(app: TestApp) {
     // Unknown: 404 in the envelope. Malformed or conflicting: 400 naming the field.
     let r = app.get("/api/v1/blog?slug=no-such-article", None).await;
     assert_eq!((r.status, r.code()), (404, "RESOURCE_NOT_FOUND"));
+    // Both: the article, if it is in the category.
+    assert_eq!(app.get("/api/v1/blog?slug=form-1099-threshold-2026&category=FEDERAL", None).await.status, 200);
+    assert_eq!(app.get("/api/v1/blog?slug=form-1099-threshold-2026&category=state", None).await.code(), "RESOURCE_NOT_FOUND");
     for (q, field) in [
         ("slug=Not_A_Slug", "slug:"),
         ("slug=a--b", "slug:"),
         ("category=", "category:"),
         (&format!("category={}", "x".repeat(101)), "category:"),
-        ("slug=form-1099-threshold-2026&category=federal", "category:"),
         ("tag=x", "tag"),
     ] {
         let r = app.get(&format!("/api/v1/blog?{q}"), None).await;
