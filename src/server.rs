@@ -101,7 +101,10 @@ pub async fn offline_state(config: &Config) -> Result<Arc<AppState>, String> {
     let registry = Arc::new(configured_rules(config.rules_dir.as_deref())?);
     let plans = Arc::new(Plans::configured(config.rules_dir.as_deref(), &config.x402)?);
     let store = Store::connect("sqlite::memory:").await.map_err(|e| e.to_string())?;
-    Ok(Arc::new(AppState::with_plans(store, registry, plans, Clock::system(), config.limits.clone(), DataKey::generate()).with_x402(&config.x402)?))
+    Ok(Arc::new(
+        AppState::with_plans(store, registry, plans, Clock::system(), config.limits.clone(), DataKey::generate())
+            .with_x402(&config.x402)?,
+    ))
 }
 
 pub async fn serve(config: Config) -> Result<(), String> {
@@ -110,7 +113,9 @@ pub async fn serve(config: Config) -> Result<(), String> {
     crate::blog::articles().map_err(|errors| errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))?;
     let data_key = data_key(&config)?;
     let store = connect_and_migrate(&config.database_url).await?;
-    let state = Arc::new(AppState::with_plans(store.clone(), registry, plans, Clock::system(), config.limits.clone(), data_key).with_x402(&config.x402)?);
+    let state = Arc::new(
+        AppState::with_plans(store.clone(), registry, plans, Clock::system(), config.limits.clone(), data_key).with_x402(&config.x402)?,
+    );
     let trust = std::env::var("LEVY_TRUST_FORWARDED_FOR").is_ok_and(|v| v == "1");
     let endpoint = app(state.clone(), trust);
     tokio::spawn(prune_counters(state));

@@ -250,12 +250,19 @@ pub fn guide(doc: &str, state: &AppState) -> String {
     ));
     line("    carry mode \"demo\" and are not recorded. Past the daily cap: 402 PAYMENT_REQUIRED with the ways to continue.");
     line(&format!(
-        "  x402 (pay per call): {} USD in USDC per call on {}, through the facilitator {}; header X-PAYMENT.",
+        "  x402 (pay per call, POST /api/v1/calculate): {} USD in USDC per call on {}, through the facilitator {}.",
         ppc.price_usd_per_call.normalize(),
         ppc.network,
         ppc.facilitator
     ));
-    line("    NOT YET ACCEPTED by this server: a call carrying X-PAYMENT is answered as one without it.");
+    if state.x402.is_some() {
+        line("    A call without payment past the demo's cap is 402 with the requirements (body `accepts`, x402 v1; header");
+        line("    PAYMENT-REQUIRED, v2). Send a signed authorization in X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2): the answer has");
+        line("    mode \"x402\" and its receipt in X-PAYMENT-RESPONSE / PAYMENT-RESPONSE. One authorization pays for one call.");
+        line("    Link the paying wallet (POST /api/v1/wallets) to have its calls recorded to your account.");
+    } else {
+        line("    NOT ACCEPTED by this server: no payee is configured (LEVY_X402_PAYEE); a payment header is refused with 402.");
+    }
     line("  MPP (machine payments through a payment processor): NOT YET ACCEPTED by this server.");
     line("");
     line("OPERATIONS (one example each; the answer's status and key fields follow it)");

@@ -20,10 +20,10 @@ mod health;
 mod keys;
 mod ledger;
 mod nexus;
+mod paid;
 pub mod pricing;
 mod rates;
 mod report;
-mod paid;
 mod trades;
 mod wallets;
 
@@ -79,7 +79,18 @@ impl AppState {
         data_key: DataKey,
     ) -> AppState {
         let ledger = Arc::new(Ledger::new(store.clone(), registry.clone(), plans.clone(), limits.burst_per_minute));
-        AppState { store, registry, plans, clock, limits, data_key, ledger, keys: Default::default(), agents_guide: Default::default(), x402: None }
+        AppState {
+            store,
+            registry,
+            plans,
+            clock,
+            limits,
+            data_key,
+            ledger,
+            keys: Default::default(),
+            agents_guide: Default::default(),
+            x402: None,
+        }
     }
 
     /// The state with x402 configured as `settings` say (off without a payee), at the plans' pay-per-call price.

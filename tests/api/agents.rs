@@ -147,7 +147,7 @@ async fn guide_states_auth_limits_errors_and_retries(app: TestApp) {
     let guide = app.get("/api/v1/agents", None).await.text;
     // Credentials, including what is not accepted yet.
     assert!(guide.contains("API key: header X-API-Key: <API_KEY>, or Authorization: Bearer <API_KEY>"));
-    assert!(guide.contains("NOT YET ACCEPTED by this server: a call carrying X-PAYMENT is answered as one without it."));
+    assert!(guide.contains("NOT ACCEPTED by this server: no payee is configured (LEVY_X402_PAYEE)"), "{guide}");
     assert!(guide.contains("MPP (machine payments through a payment processor): NOT YET ACCEPTED"));
     assert!(guide.contains("POST /api/v1/calculate  [calculate; credentials: API key, or none (demo)]"), "{guide}");
     assert!(guide.contains("GET /api/v1/auth/me  [me; credentials: session token]"));

@@ -152,7 +152,10 @@ impl TestApp {
     /// An instance with plans of its own (a plans file with other allowances, say) on a fresh database.
     pub async fn start_with_plans(backend: Backend, limits: Limits, plans: levy::plans::Plans) -> Option<TestApp> {
         let db = Arc::new(Db::fresh(backend).await?);
-        Some(TestApp::build_with(db, backend, Clock::fixed(start_time()), limits, registry(), Some(Arc::new(plans)), &Default::default()).await)
+        Some(
+            TestApp::build_with(db, backend, Clock::fixed(start_time()), limits, registry(), Some(Arc::new(plans)), &Default::default())
+                .await,
+        )
     }
 
     /// An instance taking x402 payments as `x402` says, its clock at the real time (the x402 client library

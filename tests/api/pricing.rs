@@ -115,7 +115,7 @@ async fn pricing_has_the_spec_fields_and_the_spec_figures(app: TestApp) {
     assert_eq!(p["network"], json!("base"));
     assert_eq!(p["payee"], json!(null));
     assert_eq!(p["facilitator"], json!(levy::config::DEFAULT_X402_FACILITATOR));
-    assert!(p["notes"].as_str().unwrap().contains("Not yet accepted"));
+    assert!(p["notes"].as_str().unwrap().contains("Taken where the operator has configured a payee (LEVY_X402_PAYEE)"));
     assert_eq!(v["updated_at"], json!("2026-11-26"));
 
     // The free plan's figure reaches the signup block and the demo's upgrade hint from the same file.

@@ -136,6 +136,8 @@ async fn payments_held(app: &TestApp) -> u64 {
 async fn x402_payment_is_settled_recorded_and_attributed(backend: Backend) {
     let f = Facilitator::start();
     let Some(app) = paid_app(backend, &f.url).await else { return };
+    let guide = app.get("/api/v1/agents", None).await.text;
+    assert!(guide.contains("mode \"x402\" and its receipt in X-PAYMENT-RESPONSE / PAYMENT-RESPONSE."), "{guide}");
     let a = app.signup("payer@example.com").await;
     app.set_nexus(&a.key, &["TX"]).await;
     // Linked in another case than the client library writes it: addresses compare case-insensitively.
