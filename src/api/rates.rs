@@ -305,7 +305,7 @@ impl PublicRatesApi {
     async fn local(
         &self,
         /// A 5-digit ZIP Code.
-        zip: Query<Option<Param<ZipParam>>>,
+        zip: Query<Param<ZipParam>>,
         /// The date the rates are in force on (YYYY-MM-DD); default today in UTC.
         as_of: Query<Option<Param<IsoDate>>>,
         /// An ETag from an earlier answer: 304 while it is current.
@@ -313,15 +313,11 @@ impl PublicRatesApi {
         if_none_match: Header<Option<String>>,
     ) -> Result<LocalResponse, LocalErrors> {
         let s = &self.0;
-        let (zip, as_of) = (text(zip), text(as_of));
+        let (zip, as_of) = (zip.0 .0, text(as_of));
         let mut errors = vec![];
-        let zip = match zip.0 {
-            None => {
-                errors.push("zip: is required (5 digits)".to_string());
-                None
-            }
-            Some(z) if is_zip(&z) => Some(z),
-            Some(z) => {
+        let zip = match zip {
+            z if is_zip(&z) => Some(z),
+            z => {
                 errors.push(format!("zip: `{z}` is not a 5-digit ZIP Code"));
                 None
             }
