@@ -17,7 +17,7 @@ use super::caching::not_modified;
 use super::context::client_ip;
 use super::error::ApiError;
 use super::payload::{JsonBody, JsonText};
-use super::schema::param::{is_zip, text, IsoDate, Param, StateParam, TrueFalse, ZipParam};
+use super::schema::param::{is_zip, listed_query, state_query, text, true_false_query, IsoDate, Param, StateParam, TrueFalse, ZipParam};
 use super::schema::rates::{
     CitationView, CompactRate, LocalLayerView, LocalRates, RateDiscrepancy, RateExplanation, RateTable, RatesBody, RatesFormat,
     RuleCitation, SpecialTaxView, StateRate, VerifiedRate, VerifiedRateTable, VerifyRatesRequest, VerifyRatesResponse, AGENT_ID_MAX,
@@ -207,31 +207,9 @@ impl PublicRatesApi {
         let s = &self.0;
         let (state, format, explain, as_of) = (text(state), text(format), text(explain), text(as_of));
         let mut errors = vec![];
-        let one = state.0.as_deref().and_then(|x| {
-            let i = state_index(&x.trim().to_ascii_uppercase());
-            if i.is_none() {
-                errors.push(format!("state: `{x}` is not a two-letter US state code or DC"));
-            }
-            i
-        });
-        let format = match format.0.as_deref() {
-            None => "full",
-            Some(x) => match RatesFormat::VALUES.iter().copied().find(|v| *v == x) {
-                Some(v) => v,
-                None => {
-                    errors.push(format!("format: `{x}` is not one of: {}", RatesFormat::VALUES.join(", ")));
-                    "full"
-                }
-            },
-        };
-        let explain = match explain.0.as_deref() {
-            None | Some("false") => false,
-            Some("true") => true,
-            Some(e) => {
-                errors.push(format!("explain: `{e}` is not true or false"));
-                false
-            }
-        };
+        let one = state_query(state.0.as_deref(), &mut errors);
+        let format = listed_query("format", format.0.as_deref(), RatesFormat::VALUES, &mut errors);
+        let explain = true_false_query("explain", explain.0.as_deref(), &mut errors);
         let day = as_of_date(s, as_of.0.as_deref(), &mut errors);
         let Some(day) = day.filter(|_| errors.is_empty()) else { return Err(ApiError::invalid(errors).into()) };
         covered(s, day)?;

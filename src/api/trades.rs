@@ -26,7 +26,8 @@ use super::ledger::parse_since;
 use super::payload::{JsonBody, JsonText};
 use super::schema::gains::{CapitalGainsRates, Export1099Da, TradeBody, TradeList, TradeResult, TradeType};
 use super::schema::param::{
-    text, DateOrDateTime, GainsFormat, IdempotencyKey, PageLimit, PageOffset, Param, StateParam, SymbolParam, TaxYear, TrueFalse,
+    listed_query, state_query, text, true_false_query, DateOrDateTime, GainsFormat, IdempotencyKey, PageLimit, PageOffset, Param,
+    StateParam, SymbolParam, TaxYear, TrueFalse,
 };
 use super::{ApiTags, AppState, API_VERSION};
 use crate::clock::iso;
@@ -40,7 +41,7 @@ use crate::gains::request::is_symbol;
 use crate::gains::{match_sell, parse_trade, quantity_text, wash, Lot, Method, Term, TradeRequest};
 use crate::rules::gains::StateGains;
 use crate::rules::registry::Dated;
-use crate::rules::schema::{state_index, STATES};
+use crate::rules::schema::STATES;
 use crate::security::new_ordered_id;
 use crate::store::entity::{disposition, entity, lot, position, trade};
 use crate::store::gains::TradeFilter;
@@ -489,32 +490,9 @@ impl RatesApi {
         let s = &self.0;
         let (state, format, explain) = (text(state), text(format), text(explain));
         let mut errors = vec![];
-        let one = match state.0 {
-            None => None,
-            Some(x) => match state_index(&x.to_ascii_uppercase()) {
-                Some(i) => Some(i),
-                None => {
-                    errors.push(format!("state: `{x}` is not a two-letter US state code or DC"));
-                    None
-                }
-            },
-        };
-        let compact = match format.0.as_deref() {
-            None | Some("full") => false,
-            Some("compact") => true,
-            Some(f) => {
-                errors.push(format!("format: `{f}` is not one of: compact, full"));
-                false
-            }
-        };
-        let explain = match explain.0.as_deref() {
-            None | Some("false") => false,
-            Some("true") => true,
-            Some(e) => {
-                errors.push(format!("explain: `{e}` is not true or false"));
-                false
-            }
-        };
+        let one = state_query(state.0.as_deref(), &mut errors);
+        let compact = listed_query("format", format.0.as_deref(), GainsFormat::VALUES, &mut errors) == "compact";
+        let explain = true_false_query("explain", explain.0.as_deref(), &mut errors);
         if !errors.is_empty() {
             return Err(ApiError::invalid(errors).into());
         }

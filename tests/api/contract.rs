@@ -186,8 +186,8 @@ fn validated_values(field: &str) -> Option<Vec<&'static str>> {
         "chain" => levy::payments::x402::NETWORKS.iter().map(|n| n.name).collect(),
         // Checked where they are read, with these literal lists (src/api/accounts.rs, src/api/keys.rs).
         "network_visibility" => vec!["public", "private"],
-        // Query parameters of GET /rates/capital-gains (src/api/trades.rs).
-        "format" => vec!["compact", "full"],
+        // Query parameters of GET /rates/capital-gains, read with the list they document (src/api/trades.rs).
+        "format" => levy::api::schema::param::GainsFormat::VALUES.to_vec(),
         "explain" => vec!["true", "false"],
         // Signup's state and the query parameters' states are read in either case (compared upper-cased below).
         "state" => STATES.to_vec(),

@@ -19,6 +19,39 @@ pub fn text<T>(q: Query<Option<Param<T>>>) -> Query<Option<String>> {
     Query(q.0.map(|p| p.0))
 }
 
+/// An optional `state` query parameter (two letters, either case): its position in `STATES`, or an error in `errors`.
+pub fn state_query(value: Option<&str>, errors: &mut Vec<String>) -> Option<usize> {
+    let x = value?;
+    let i = engine::state_index(&x.trim().to_ascii_uppercase());
+    if i.is_none() {
+        errors.push(format!("state: `{x}` is not a two-letter US state code or DC"));
+    }
+    i
+}
+
+/// An optional query parameter taking one of `values` (the first is the default), or an error in `errors`.
+pub fn listed_query(name: &str, value: Option<&str>, values: &'static [&'static str], errors: &mut Vec<String>) -> &'static str {
+    match value {
+        None => values[0],
+        Some(x) => values.iter().copied().find(|v| *v == x).unwrap_or_else(|| {
+            errors.push(format!("{name}: `{x}` is not one of: {}", values.join(", ")));
+            values[0]
+        }),
+    }
+}
+
+/// An optional `true` / `false` query parameter (default false), or an error in `errors`.
+pub fn true_false_query(name: &str, value: Option<&str>, errors: &mut Vec<String>) -> bool {
+    match value {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(e) => {
+            errors.push(format!("{name}: `{e}` is not true or false"));
+            false
+        }
+    }
+}
+
 impl<T: Type> Type for Param<T> {
     const IS_REQUIRED: bool = true;
     type RawValueType = String;
@@ -155,7 +188,7 @@ documented!(
 
 listed_enum!(
     /// compact, or full (the default).
-    GainsFormat = ["compact", "full"]
+    GainsFormat = ["full", "compact"]
 );
 listed_enum!(
     /// true or false.
