@@ -154,6 +154,44 @@ impl X402 {
     }
 }
 
+/// Subscriptions through the payment processor (Stripe): checkout sessions and the billing events that change an
+/// account's plans. Each part is off until its settings are given; `levy accounts set-plan` needs none of them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Billing {
+    /// The processor's API, `https://api.stripe.com` unless LEVY_STRIPE_API_BASE says otherwise.
+    pub api_base: String,
+    /// The secret API key (LEVY_STRIPE_SECRET_KEY); `None`: checkout is off.
+    pub secret_key: Option<String>,
+    /// The webhook endpoint's signing secret (LEVY_STRIPE_WEBHOOK_SECRET); `None`: billing events are refused.
+    pub webhook_secret: Option<String>,
+    /// The processor's price of each product and tier (LEVY_STRIPE_PRICES), as `product:tier=price_id` pairs
+    /// separated by commas, e.g. `tax:starter=price_1Q...,gains:pro=price_1R...`. Checked against the plans file at
+    /// start-up (`billing::Prices`).
+    pub prices: String,
+    /// Where the processor sends the buyer after paying, and after giving up (LEVY_CHECKOUT_SUCCESS_URL,
+    /// LEVY_CHECKOUT_CANCEL_URL); required with a secret key.
+    pub success_url: Option<String>,
+    pub cancel_url: Option<String>,
+}
+
+/// The processor's API when LEVY_STRIPE_API_BASE is unset.
+pub const DEFAULT_STRIPE_API_BASE: &str = "https://api.stripe.com";
+
+impl Billing {
+    /// The LEVY_STRIPE_* and LEVY_CHECKOUT_* settings (an empty value counts as unset).
+    pub fn from_env() -> Self {
+        let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        Billing {
+            api_base: var("LEVY_STRIPE_API_BASE").unwrap_or_else(|| DEFAULT_STRIPE_API_BASE.into()),
+            secret_key: var("LEVY_STRIPE_SECRET_KEY"),
+            webhook_secret: var("LEVY_STRIPE_WEBHOOK_SECRET"),
+            prices: var("LEVY_STRIPE_PRICES").unwrap_or_default(),
+            success_url: var("LEVY_CHECKOUT_SUCCESS_URL"),
+            cancel_url: var("LEVY_CHECKOUT_CANCEL_URL"),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Address to listen on (LEVY_BIND, default 127.0.0.1:8080).
@@ -168,6 +206,7 @@ pub struct Config {
     pub data_key: Option<String>,
     pub limits: Limits,
     pub x402: X402,
+    pub billing: Billing,
 }
 
 impl Config {
@@ -182,6 +221,7 @@ impl Config {
             data_key: std::env::var("LEVY_DATA_KEY").ok(),
             limits: Limits::from_env(),
             x402: X402::from_env(),
+            billing: Billing::from_env(),
         }
     }
 }

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod billing;
 pub mod blog;
 pub mod cache;
 pub mod cli;

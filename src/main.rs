@@ -38,6 +38,14 @@ enum Command {
     },
     /// Print the OpenAPI document.
     Openapi,
+    /// The operator's account commands: set a plan without a payment processor, list accounts, export usage.
+    Accounts {
+        /// Database URL (overrides DATABASE_URL).
+        #[arg(long, global = true)]
+        database_url: Option<String>,
+        #[command(subcommand)]
+        command: AccountsCommand,
+    },
     /// Work with the rule files: check, test, explain, diff.
     Rules {
         #[command(subcommand)]
@@ -86,6 +94,32 @@ enum RulesCommand {
     },
 }
 
+#[derive(Subcommand)]
+enum AccountsCommand {
+    /// Put the account with this email on PLAN (a tier id of rules/plans.yaml) from its next call.
+    SetPlan {
+        email: String,
+        plan: String,
+        /// The product: tax (calculate and ingest) or gains (the gains tracker's trades).
+        #[arg(long, default_value = "tax")]
+        product: String,
+    },
+    /// Every account with its plans, standing and this month's calls.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every account's usage statement of a month: calls, allowance, overage and its amount.
+    Usage {
+        /// YYYY-MM (default: the current month, UTC).
+        #[arg(long)]
+        month: Option<String>,
+        /// csv or json.
+        #[arg(long, default_value = "csv")]
+        format: String,
+    },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
@@ -93,6 +127,7 @@ fn main() -> ExitCode {
         Some(Command::Serve { bind, database_url, rules }) => serve(bind, database_url, rules),
         Some(Command::Migrate { database_url }) => migrate(database_url),
         Some(Command::Openapi) => openapi(),
+        Some(Command::Accounts { database_url, command }) => accounts(database_url, command),
         Some(Command::Rules { command }) => match command {
             RulesCommand::Check { dir } => levy::cli::check(&dir),
             RulesCommand::Test { dir, filter } => levy::cli::test(&dir, filter.as_deref()),
@@ -147,6 +182,35 @@ fn migrate(database_url: Option<String>) -> u8 {
     match rt.block_on(levy::server::connect_and_migrate(&config.database_url)) {
         Ok(_) => {
             println!("ok: migrations applied");
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+fn accounts(database_url: Option<String>, command: AccountsCommand) -> u8 {
+    let mut config = levy::config::Config::from_env();
+    if let Some(u) = database_url {
+        config.database_url = u;
+    }
+    let Some(rt) = runtime() else { return 1 };
+    let result = rt.block_on(async {
+        let plans = levy::plans::Plans::configured(config.rules_dir.as_deref(), &config.x402)?;
+        let store = levy::server::connect_and_migrate(&config.database_url).await?;
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        use levy::cli::accounts;
+        match command {
+            AccountsCommand::SetPlan { email, plan, product } => accounts::set_plan(&store, &plans, &email, &plan, &product).await,
+            AccountsCommand::List { json } => accounts::list(&store, &plans, now_ms, json).await,
+            AccountsCommand::Usage { month, format } => accounts::usage(&store, &plans, now_ms, month.as_deref(), &format).await,
+        }
+    });
+    match result {
+        Ok(text) => {
+            println!("{text}");
             0
         }
         Err(e) => {

@@ -69,8 +69,6 @@ pub struct Plan {
     /// Optimization reports per calendar month (UTC); past it, 429 TIER_LIMIT_REACHED.
     pub optimization_reports_per_month: i64,
     pub features: Vec<String>,
-    /// The payment processor's price id for checkout; `None` until one is configured in the file.
-    pub stripe_price_id: Option<String>,
     /// Whom to contact (custom plans).
     pub contact: Option<String>,
 }
@@ -215,7 +213,6 @@ const TIER: &[&str] = &[
     "overage_policy",
     "overage_usd_per_call",
     "optimization_reports_per_month",
-    "stripe_price_id",
     "features",
     "contact",
 ];
@@ -362,7 +359,6 @@ fn tier(node: &Node, d: &mut Diags) -> Option<Plan> {
     if let (Some(Overage::HardCutoff), Some(None)) = (&overage, calls) {
         d.push(Diagnostic::error("R704", Some(&node.span), "a hard_cutoff tier needs `monthly_calls_included`"));
     }
-    let stripe_price_id = f.opt_str("stripe_price_id", d);
     let mut features = vec![];
     match f.get("features") {
         Some(list) => {
@@ -384,7 +380,6 @@ fn tier(node: &Node, d: &mut Diags) -> Option<Plan> {
         overage: overage?,
         optimization_reports_per_month: reports?,
         features,
-        stripe_price_id,
         contact,
     })
 }

@@ -209,7 +209,13 @@ fn parse_signup(value: &Value, state: &AppState, now: i64) -> Result<Signup, Api
             join_network,
             network_visibility: visibility,
             utm: Value::Object(utm).to_string(),
-            plan: "free".into(),
+            plan: crate::plans::DEFAULT_PLAN.into(),
+            gains_plan: crate::plans::DEFAULT_PLAN.into(),
+            plan_status: crate::billing::Standing::ACTIVE.into(),
+            past_due_since: None,
+            tax_subscription: None,
+            gains_subscription: None,
+            billing_customer: None,
             nexus_configured: false,
             created_at: now,
         },
@@ -308,6 +314,11 @@ impl AccountsApi {
         let agents = s.store.agents(&account.id).await.map_err(ApiError::from)?;
         let keys = s.store.keys(&account.id).await.map_err(ApiError::from)?;
         let usage = s.monthly_usage(&account).await?;
+        let now_ms = s.clock.now_ms();
+        let month_ms = crate::ledger::month_start_ms(now_ms);
+        let counts = s.store.month_counts(&account.id, month_ms).await.map_err(ApiError::from)?;
+        let statement = crate::billing::Statement::new(&s.plans, &account, month_ms, now_ms, &counts).to_json();
+        let standing = crate::billing::Standing::of(&account, now_ms);
         let recent = s.store.recent_transactions(&account.id, 10).await.map_err(ApiError::from)?;
         let trades = s
             .store
@@ -331,13 +342,22 @@ impl AccountsApi {
             },
             "agents": agents.iter().map(agent_view).collect::<Vec<_>>(),
             "keys": keys.iter().map(super::keys::summary).collect::<Vec<_>>(),
+            "plans": {
+                "tax_plan": account.plan,
+                "gains_plan": account.gains_plan,
+                "status": standing.status(),
+                "past_due_since": account.past_due_since.filter(|_| standing != crate::billing::Standing::Active).map(iso),
+                "grace_ends_at": standing.grace_ends_at().map(iso),
+            },
             "usage": {
                 "month": format!("{:04}-{:02}", now.year(), now.month()),
-                "plan": account.plan,
+                "plan": statement["products"][0]["plan"],
                 "calls": usage.calls,
                 "included": usage.included,
                 "overage_calls": usage.overage_calls,
                 "remaining": (usage.included - usage.calls).max(0),
+                "products": statement["products"],
+                "overage_usd": statement["overage_usd"],
             },
             "recent_transactions": recent.iter().map(|t| json!({
                 "transaction_id": t.id, "created_at": iso(t.created_at), "source": t.source, "role": t.role,

@@ -87,10 +87,11 @@ impl AppState {
     }
 
     pub async fn monthly_usage(&self, account: &entity::Model) -> Result<MonthlyUsage, ApiError> {
-        let month = month_start_ms(self.clock.now_ms());
+        let now = self.clock.now_ms();
+        let month = month_start_ms(now);
         Ok(MonthlyUsage {
             calls: self.store.read_counter(&format!("usage:{}", account.id), month).await?,
-            included: self.plans.plan(&account.plan).monthly_calls.unwrap_or(i64::MAX),
+            included: crate::billing::plan(&self.plans, account, crate::billing::Product::Tax, now).monthly_calls.unwrap_or(i64::MAX),
             overage_calls: self.store.read_counter(&format!("overage:{}", account.id), month).await?,
         })
     }

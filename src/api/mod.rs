@@ -14,6 +14,7 @@ pub mod schema;
 
 mod accounts;
 pub mod agents;
+mod billing;
 mod calculate;
 mod guides;
 mod health;
@@ -59,6 +60,8 @@ pub struct AppState {
     pub agents_guide: std::sync::OnceLock<String>,
     /// Pay per call with x402; `None` while no payee is configured.
     pub x402: Option<crate::payments::x402::X402>,
+    /// The payment processor of subscriptions (checkout, billing events); each part off until configured.
+    pub billing: Arc<crate::payments::checkout::Stripe>,
 }
 
 impl AppState {
@@ -79,6 +82,7 @@ impl AppState {
         data_key: DataKey,
     ) -> AppState {
         let ledger = Arc::new(Ledger::new(store.clone(), registry.clone(), plans.clone(), limits.burst_per_minute));
+        let plans_for_billing = plans.clone();
         AppState {
             store,
             registry,
@@ -90,12 +94,22 @@ impl AppState {
             keys: Default::default(),
             agents_guide: Default::default(),
             x402: None,
+            billing: Arc::new(
+                crate::payments::checkout::Stripe::from_settings(&Default::default(), &plans_for_billing)
+                    .expect("with no settings the processor is off, which always builds"),
+            ),
         }
     }
 
     /// The state with x402 configured as `settings` say (off without a payee), at the plans' pay-per-call price.
     pub fn with_x402(mut self, settings: &crate::config::X402) -> Result<AppState, String> {
         self.x402 = crate::payments::x402::X402::from_settings(settings, self.plans.pay_per_call.price_usd_per_call)?;
+        Ok(self)
+    }
+
+    /// The state with the payment processor configured as `settings` say (its prices checked against the plans).
+    pub fn with_billing(mut self, settings: &crate::config::Billing) -> Result<AppState, String> {
+        self.billing = Arc::new(crate::payments::checkout::Stripe::from_settings(settings, &self.plans)?);
         Ok(self)
     }
 
@@ -124,6 +138,9 @@ pub enum ApiTags {
     Keys,
     /// Wallets linked to the account: x402 payments they sign are recorded to it.
     Wallets,
+    /// Plans: buying one (checkout at the payment processor), the processor's billing events, and the monthly
+    /// usage statement.
+    Billing,
     /// The gains tracker: trades, cost-basis lots, realized gains, wash sales, estimates, the draft 1099-DA
     /// and state capital-gains rates.
     Gains,
@@ -151,6 +168,7 @@ pub type Apis = (
     accounts::AccountsApi,
     keys::KeysApi,
     wallets::WalletsApi,
+    billing::BillingApi,
     trades::TradesApi,
     trades::RatesApi,
     pricing::PricingApi,
@@ -169,6 +187,7 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         accounts::AccountsApi(state.clone()),
         keys::KeysApi(state.clone()),
         wallets::WalletsApi(state.clone()),
+        billing::BillingApi(state.clone()),
         trades::TradesApi(state.clone()),
         trades::RatesApi(state.clone()),
         pricing::PricingApi(state.clone()),

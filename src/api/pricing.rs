@@ -27,7 +27,9 @@ error_responses!(PricingErrors {
 });
 
 /// The PricingResponse body of `plans`.
-pub fn pricing_json(plans: &Plans) -> Value {
+/// The pricing document: the plans file, with each tier's price id for checkout on this server (the tax
+/// product's, from LEVY_STRIPE_PRICES; null where none is configured).
+pub fn pricing_json(plans: &Plans, prices: &crate::payments::checkout::Prices) -> Value {
     let tiers: Vec<Value> = plans
         .tiers
         .iter()
@@ -42,7 +44,7 @@ pub fn pricing_json(plans: &Plans) -> Value {
                 "overage_usd_per_call": p.overage.price().map(num),
                 "overage_policy": p.overage.policy(),
                 "features": features,
-                "stripe_price_id": p.stripe_price_id,
+                "stripe_price_id": prices.price(crate::billing::Product::Tax, &p.id),
             });
             if let Some(contact) = &p.contact {
                 t["contact"] = json!(contact);
@@ -79,6 +81,6 @@ impl PricingApi {
     /// enforces is the one published here. No key needed.
     #[oai(path = "/pricing", method = "get", operation_id = "pricing")]
     async fn pricing(&self) -> Result<PricingReply, PricingErrors> {
-        Ok(PricingReply::Ok(JsonText::value(&pricing_json(&self.0.plans))))
+        Ok(PricingReply::Ok(JsonText::value(&pricing_json(&self.0.plans, &self.0.billing.prices))))
     }
 }

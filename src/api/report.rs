@@ -96,7 +96,7 @@ impl ReportApi {
         let account = owner.entity;
         let now_ms = s.clock.now_ms();
         let today = day_of(now_ms);
-        let plan = s.plans.plan(&account.plan);
+        let plan = crate::billing::plan(&s.plans, &account, crate::billing::Product::Tax, now_ms);
         let allowance = plan.optimization_reports_per_month;
         let month = today.year() * 100 + today.month() as i32;
         let Some(used) = s.store.take_report_run(&account.id, month, allowance, now_ms).await.map_err(ApiError::from)? else {

@@ -30,6 +30,7 @@ use super::schema::param::{
     StateParam, SymbolParam, TaxYear, TrueFalse,
 };
 use super::{ApiTags, AppState, API_VERSION};
+use crate::billing::{self, Product};
 use crate::clock::iso;
 use crate::engine::determine::pct;
 use crate::engine::render::{money, num, DISCLAIMER};
@@ -74,7 +75,7 @@ error_responses!(TradeErrors {
     400 => BadRequest: "INVALID_INPUT: errors name each field — a constraint of the trade request, more than 8 decimal places, a sell of more than is held on its trade_date, a specific_lot_id that is unknown, of another asset or exhausted, or a trade_date before the asset's latest recorded sell. Nothing is written. Or INVALID_JSON_BODY, IDEMPOTENCY_KEY_INVALID.",
     401 => Unauthorized: "UNAUTHORIZED: the API key is malformed, unknown or revoked.",
     409 => Conflict: "IDEMPOTENCY_KEY_CONFLICT (same key, different body) or RESOURCE_CONFLICT (same key still running after 5 s; Retry-After sent).",
-    429 => TooManyRequests: "RATE_LIMITED: the key's 120 calls per 60 s (Retry-After sent).",
+    429 => TooManyRequests: "RATE_LIMITED: the key's 120 calls per 60 s (Retry-After sent), or the gains plan's monthly allowance of trades is used up on a plan without overage (\"Monthly limit reached\", no Retry-After; nothing is written).",
     503 => DbUnavailable: "DB_UNAVAILABLE: the database does not answer; retry.",
 });
 
@@ -303,6 +304,7 @@ impl TradesApi {
     ///
     /// Trades of one asset take effect in trade-date order; a trade may be backdated, but not before the
     /// asset's latest recorded sell (so every figure stays reproducible). Idempotency-Key works as on calculate.
+    /// Each recorded trade counts against the gains plan's monthly allowance (GET /api/v1/usage).
     #[oai(path = "/trades", method = "post", operation_id = "recordTrade")]
     async fn record(
         &self,
@@ -687,6 +689,13 @@ impl AppState {
             result: text.clone(),
         };
         Store::insert_trade(&txn, row).await?;
+        // The trade counts against the gains plan's monthly allowance, in the trade's own transaction: a refused or
+        // failed trade counts nothing.
+        let usage = Product::Gains.usage_hit(&account.id, now_ms);
+        let calls = Store::hit_counters(&txn, std::slice::from_ref(&usage)).await?.first().copied().unwrap_or(0);
+        if let Some(overage) = billing::allowance(&self.plans, account, Product::Gains, now_ms, calls).map_err(ApiError::rate_limited)? {
+            Store::hit_counters(&txn, &[overage]).await?;
+        }
         if let Some(k) = idem {
             Store::finish_idempotency_key(&txn, &account.id, k, 201, &text).await?;
         }

@@ -1,5 +1,6 @@
 //! The analysts' commands. Each returns the process exit code and prints for a person.
 
+pub mod accounts;
 mod diff;
 mod explain;
 

@@ -111,11 +111,8 @@ pub fn burst_call(key_id: &str, now_ms: i64) -> CounterHit {
     CounterHit { name: format!("burst:{key_id}"), window_start: window, expires_at: window + 2 * MINUTE_MS, n: 1 }
 }
 
-/// Whether the account's plan allows its `calls`-th call this month. A hard cutoff refuses it (`Err`, "Monthly
-/// limit reached"); a plan that meters serves it: the hit that records the overage.
+/// Whether the plan that applies to the account's tax calls allows its `calls`-th call this month (see
+/// [`crate::billing::allowance`]).
 pub fn allowance(plans: &Plans, account: &entity::Model, now_ms: i64, calls: i64) -> Result<Option<CounterHit>, String> {
-    Ok(plans
-        .plan(&account.plan)
-        .past_allowance(calls)?
-        .then(|| CounterHit { name: format!("overage:{}", account.id), ..monthly_call(&account.id, now_ms) }))
+    crate::billing::allowance(plans, account, crate::billing::Product::Tax, now_ms, calls)
 }

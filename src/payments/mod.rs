@@ -1,4 +1,7 @@
-//! Payments for a call itself, made by callers without an API key: x402 (a signed USDC transfer authorization
-//! settled through a facilitator). Knows no HTTP routes: `api::paid` takes the headers to these checks.
+//! The outside parties that take money, through their real protocols. Payments for a call itself, made by
+//! callers without an API key: x402 (a signed USDC transfer authorization settled through a facilitator).
+//! Subscriptions: `checkout`, the payment processor's checkout sessions and its signed billing events. Knows no
+//! HTTP routes: `api::paid` and `api::billing` take requests to these.
 
+pub mod checkout;
 pub mod x402;

@@ -2,6 +2,7 @@
 //! it keeps accounts, keys, the ledger, counters, nexus settings and idempotency records.
 
 pub mod accounts;
+pub mod billing;
 pub mod entity;
 pub mod gains;
 pub mod group;

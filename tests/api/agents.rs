@@ -111,7 +111,10 @@ async fn every_operation_has_one_example(app: TestApp) {
 
 /// Runs every curl line of the served guide (in the examples file's order, which puts what an example needs
 /// before it), with the caller's credentials in place of the placeholders, and checks each answer.
-async fn every_example_of_the_guide_runs(app: TestApp) {
+async fn every_example_of_the_guide_runs(backend: Backend) {
+    // A server that sells plans (a processor stand-in on loopback), so that checkout's example is a checkout.
+    let processor = crate::billing::Processor::start();
+    let app = crate::billing::billing_app(backend, &processor.url, "tax:growth=price_tax_growth").await;
     let guide = app.get("/api/v1/agents", None).await.text;
     let lines = guide_examples(&guide);
     let runner = app.signup("runner@example.com").await;
@@ -224,9 +227,6 @@ async fn payment_and_rate_errors_link_the_guide() {
     }
 }
 
-on_both!(
-    every_operation_has_one_example,
-    every_example_of_the_guide_runs,
-    guide_states_auth_limits_errors_and_retries,
-    actionable_errors_link_the_guide
-);
+crate::on_each_backend!(every_example_of_the_guide_runs);
+
+on_both!(every_operation_has_one_example, guide_states_auth_limits_errors_and_retries, actionable_errors_link_the_guide);

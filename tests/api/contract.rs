@@ -193,6 +193,13 @@ fn validated_values(field: &str) -> Option<Vec<&'static str>> {
         "state" => STATES.to_vec(),
         // `test` passes the list check and is then refused: test keys are on the spec's roadmap, not available.
         "type" => vec!["live"],
+        // A checkout's product and tiers (src/api/billing.rs): the products, and the plans file's paid tiers.
+        "product" => levy::billing::Product::ALL.iter().map(|p| p.id()).collect(),
+        "tier" | "tax_tier" | "gains_tier" => {
+            let plans = levy::plans::Plans::compiled_in(&Default::default(), &mut Default::default()).unwrap();
+            let paid = plans.tiers.into_iter().map(|t| t.id).filter(|id| id != levy::plans::DEFAULT_PLAN);
+            paid.map(|id| &*Box::leak(id.into_boxed_str())).collect()
+        }
         _ => return None,
     })
 }

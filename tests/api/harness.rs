@@ -87,6 +87,11 @@ impl Drop for Db {
     }
 }
 
+/// The EIN encryption key of every test instance.
+fn test_data_key() -> DataKey {
+    DataKey::from_hex(&"ab".repeat(32)).unwrap()
+}
+
 pub struct TestApp {
     pub state: Arc<AppState>,
     pub client: Arc<TestClient<BoxEndpoint<'static>>>,
@@ -181,12 +186,26 @@ impl TestApp {
     ) -> TestApp {
         let store = db.store().await;
         store.migrate().await.unwrap();
-        let key = DataKey::from_hex(&"ab".repeat(32)).unwrap();
         let state = match plans {
-            Some(plans) => AppState::with_plans(store, rules, plans, clock.clone(), limits, key),
-            None => AppState::new(store, rules, clock.clone(), limits, key),
+            Some(plans) => AppState::with_plans(store, rules, plans, clock.clone(), limits, test_data_key()),
+            None => AppState::new(store, rules, clock.clone(), limits, test_data_key()),
         };
-        let state = Arc::new(state.with_x402(x402).unwrap());
+        TestApp::serving(state.with_x402(x402).unwrap(), clock, backend, db)
+    }
+
+    /// An instance on a fresh database, with default limits and plans, whose state `configure` finishes (a payment
+    /// processor's settings, say).
+    pub async fn start_configured(backend: Backend, configure: impl FnOnce(AppState) -> AppState) -> Option<TestApp> {
+        let db = Arc::new(Db::fresh(backend).await?);
+        let clock = Clock::fixed(start_time());
+        let store = db.store().await;
+        store.migrate().await.unwrap();
+        let state = configure(AppState::new(store, registry(), clock.clone(), Limits::default(), test_data_key()));
+        Some(TestApp::serving(state, clock, backend, db))
+    }
+
+    fn serving(state: AppState, clock: Clock, backend: Backend, db: Arc<Db>) -> TestApp {
+        let state = Arc::new(state);
         let client = Arc::new(TestClient::new(app(state.clone(), true).boxed()));
         TestApp { state, client, clock, backend, db }
     }
@@ -295,6 +314,31 @@ macro_rules! on_both {
                         Some(app) => super::$name(app).await,
                         None => eprintln!("TEST_DATABASE_URL not set: PostgreSQL run skipped"),
                     }
+                }
+            }
+        )+
+    };
+}
+
+/// Runs each scenario, an async fn taking the [`Backend`], on SQLite, and on PostgreSQL when TEST_DATABASE_URL is
+/// set (for scenarios that start their instances themselves).
+#[macro_export]
+macro_rules! on_each_backend {
+    ($($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    super::$name($crate::harness::Backend::Sqlite).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    if std::env::var("TEST_DATABASE_URL").is_err() {
+                        eprintln!("TEST_DATABASE_URL not set: PostgreSQL run skipped");
+                        return;
+                    }
+                    super::$name($crate::harness::Backend::Postgres).await;
                 }
             }
         )+

@@ -7,6 +7,7 @@ mod harness;
 mod accounts;
 mod agents;
 mod batches;
+mod billing;
 mod bounds;
 mod calculate;
 mod contract;

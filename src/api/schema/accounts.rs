@@ -179,16 +179,23 @@ pub struct RevokeResponse {
     pub revoked_at: String,
 }
 
+/// This month's usage: the tax plan's figures (calculate and ingest), then every product's line as GET
+/// /api/v1/usage gives it.
 #[derive(Object)]
 pub struct Usage {
     /// YYYY-MM (UTC).
     pub month: String,
+    /// The tax plan that applies now.
     pub plan: String,
     pub calls: i64,
     pub included: i64,
     /// Calls past the allowance on a paid plan, billed per call.
     pub overage_calls: i64,
     pub remaining: i64,
+    /// Per product (tax, gains): plan, calls, allowance, overage and its amount.
+    pub products: Vec<super::billing::UsageLine>,
+    /// The month's overage amount so far, USD with two decimals.
+    pub overage_usd: String,
 }
 
 #[derive(Object)]
@@ -213,6 +220,8 @@ pub struct MeResponse {
     pub entity: AccountView,
     pub agents: Vec<Agent>,
     pub keys: Vec<KeySummary>,
+    /// The plans held, and whether they are paid up.
+    pub plans: super::billing::PlanStanding,
     pub usage: Usage,
     /// The ten most recent ledger entries (summaries).
     pub recent_transactions: Vec<Value>,

@@ -3,6 +3,7 @@
 //! and rendered by `crate::engine::render`, and tests compare live responses with these schemas.
 
 pub mod accounts;
+pub mod billing;
 pub mod calculate;
 pub mod gains;
 pub mod guides;

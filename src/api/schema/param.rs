@@ -269,3 +269,25 @@ documented!(
     /// The chain a wallet pays on: a network x402 payments are taken on (`payments::x402::NETWORKS`).
     ChainName => strings(crate::payments::x402::NETWORKS.iter().map(|n| n.name.to_string()))
 );
+
+documented!(
+    /// A product a plan is bought for: `tax` (calculate and ingest) or `gains` (the gains tracker's trades).
+    ProductParam => strings(crate::billing::Product::ALL.iter().map(|p| p.id().to_string()))
+);
+
+documented!(
+    /// A paid tier of GET /api/v1/pricing (the plans compiled into the service; one with a price on this server).
+    PaidTier => strings(
+        crate::plans::Plans::compiled_in(&Default::default(), &mut Default::default())
+            .map(|p| p.tiers.into_iter().map(|t| t.id).filter(|id| id != crate::plans::DEFAULT_PLAN).collect::<Vec<_>>())
+            .unwrap_or_default()
+    )
+);
+
+/// The pattern of a calendar month, `YYYY-MM`.
+pub const MONTH_PATTERN: &str = "^[0-9]{4}-(0[1-9]|1[0-2])$";
+
+documented!(
+    /// A calendar month (UTC): `YYYY-MM`.
+    MonthParam => MetaSchema { pattern: Some(MONTH_PATTERN.to_string()), ..MetaSchema::new("string") }
+);

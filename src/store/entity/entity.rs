@@ -21,7 +21,17 @@ pub struct Model {
     pub network_visibility: String,
     /// Signup attribution (utm_* and landing_page) as JSON text.
     pub utm: String,
+    /// The tax plan: a tier id of `rules/plans.yaml` (calculate and ingest count against it).
     pub plan: String,
+    /// The gains tracker's plan (recorded trades count against it).
+    pub gains_plan: String,
+    /// `active` or `past_due` (see `billing::Standing`).
+    pub plan_status: String,
+    pub past_due_since: Option<i64>,
+    /// The processor's subscriptions paying for the tax and gains plans, and its customer id.
+    pub tax_subscription: Option<String>,
+    pub gains_subscription: Option<String>,
+    pub billing_customer: Option<String>,
     /// False until the account first stores its nexus configuration.
     pub nexus_configured: bool,
     pub created_at: i64,

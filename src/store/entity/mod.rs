@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod api_key;
+pub mod billing_event;
 pub mod counter;
 pub mod disposition;
 #[allow(clippy::module_inception, reason = "the accounts table is `entities`, the spec's word for an account")]
