@@ -17,6 +17,9 @@ pub struct Limits {
     pub verify_per_minute: i64,
     /// Keyless POST /verify calls per IP per UTC day.
     pub verify_per_day: i64,
+    /// Keyless reads of the network directory and feed per IP per minute, and per UTC day.
+    pub network_per_minute: i64,
+    pub network_per_day: i64,
     /// Failed logins per account (by email, known or not) in one login window.
     pub login_failures_per_account: i64,
     /// Failed logins per client address in one login window (password spraying across accounts).
@@ -39,6 +42,8 @@ impl Default for Limits {
             demo_per_day: 50,
             verify_per_minute: 30,
             verify_per_day: 300,
+            network_per_minute: 60,
+            network_per_day: 2000,
             login_failures_per_account: 10,
             login_failures_per_address: 30,
             login_window_secs: 15 * 60,
@@ -64,6 +69,8 @@ impl Limits {
             demo_per_day: env_number("LEVY_DEMO_DAY_LIMIT", d.demo_per_day),
             verify_per_minute: env_number("LEVY_VERIFY_MINUTE_LIMIT", d.verify_per_minute),
             verify_per_day: env_number("LEVY_VERIFY_DAY_LIMIT", d.verify_per_day),
+            network_per_minute: env_number("LEVY_NETWORK_MINUTE_LIMIT", d.network_per_minute),
+            network_per_day: env_number("LEVY_NETWORK_DAY_LIMIT", d.network_per_day),
             login_failures_per_account: env_number("LEVY_LOGIN_ACCOUNT_LIMIT", d.login_failures_per_account),
             login_failures_per_address: env_number("LEVY_LOGIN_ADDRESS_LIMIT", d.login_failures_per_address),
             login_window_secs: env_number("LEVY_LOGIN_WINDOW_SECS", d.login_window_secs),

@@ -214,6 +214,7 @@ pub const ENGINE_ADVISORIES: &[&str] = &[
     "ROUTED_TO_GAINS_TRACKER",
     "INFORMATION_RETURN_THRESHOLD_REACHED",
     "SELLER_ZIP_UNKNOWN_FOR_ORIGIN",
+    "B2B_DECLARATION_DIFFERS_FROM_NETWORK",
 ];
 
 /// Filing statuses of the federal and state gains estimates (a qualifying surviving spouse files as mfj).

@@ -101,7 +101,7 @@ error_responses!(AgentErrors {
 });
 
 /// A plausible address: one @, a local part, a dotted domain, no spaces. (Delivery is what proves it.)
-fn valid_email(e: &str) -> bool {
+pub(crate) fn valid_email(e: &str) -> bool {
     let Some((local, domain)) = e.split_once('@') else { return false };
     !local.is_empty()
         && domain.contains('.')
@@ -116,6 +116,8 @@ struct Signup {
     account: entity::Model,
     agent: agent::Model,
     password: String,
+    /// The first agent's network profile, when the signup joins the network.
+    profile: Option<crate::store::entity::network_profile::Model>,
 }
 
 /// Argon2 work, off the request threads (it takes tens of milliseconds of CPU by design).
@@ -185,10 +187,30 @@ fn parse_signup(value: &Value, state: &AppState, now: i64) -> Result<Signup, Api
         None => None,
     };
     let id = new_id("ent");
+    let agent_id = new_id("agt");
+    // Joining the network: the first agent's profile, under its agent id, with what the signup says of it.
+    let profile = join_network.then(|| crate::store::entity::network_profile::Model {
+        agent_id: agent_id.clone(),
+        entity_id: id.clone(),
+        entity_name: if company.is_empty() { agent_name.clone() } else { company.clone() },
+        entity_state: st.clone(),
+        visibility: visibility.clone(),
+        description: description.clone(),
+        work_type: Some(work_type.clone()),
+        principal_legal_name: None,
+        principal_entity_type: None,
+        principal_state: None,
+        principal_ein_last4: None,
+        principal_contact_email: None,
+        principal_is_business: None,
+        created_at: now,
+        updated_at: now,
+    });
     Ok(Signup {
         password,
+        profile,
         agent: agent::Model {
-            id: new_id("agt"),
+            id: agent_id,
             entity_id: id.clone(),
             name: agent_name.clone(),
             work_type: work_type.clone(),
@@ -242,7 +264,8 @@ impl AccountsApi {
         parsed.account.password_hash = blocking(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
         let (raw_key, key_row) = new_key(&parsed.account.id, "Default", now);
         let (entity_id, agent_id) = (parsed.account.id.clone(), parsed.agent.id.clone());
-        match s.store.create_account(parsed.account, parsed.agent, key_row.clone()).await {
+        let profile = parsed.profile.as_ref().map(|p| json!({"agent_id": p.agent_id, "visibility": p.visibility}));
+        match s.store.create_account(parsed.account, parsed.agent, key_row.clone(), parsed.profile).await {
             Ok(()) => {}
             Err(StoreError::Conflict(_)) => {
                 return Err(ApiError::conflict("an account with this email already exists; log in instead").into())
@@ -254,6 +277,7 @@ impl AccountsApi {
             "entity_id": entity_id,
             "agent_id": agent_id,
             "plan": "free",
+            "network_profile": profile,
             "api_key": key_view(&raw_key, &key_row),
             "next_steps": [
                 "Store the API key now: it is shown only once.",

@@ -209,26 +209,35 @@ impl AppState {
     /// Counts a keyless POST /verify call for the client's address (every call, whatever its outcome), in a
     /// per-minute and a per-UTC-day window; past either, 429 RATE_LIMITED with Retry-After (the end of the window).
     pub async fn check_verify(&self, ip: &str) -> Result<(), ApiError> {
+        self.check_address("verify", "POST /verify", ip, self.limits.verify_per_minute, self.limits.verify_per_day).await
+    }
+
+    /// Counts a keyless read of the network directory or feed for the client's address, as [`AppState::check_verify`]
+    /// does for /verify (the two reads share one pair of windows).
+    pub async fn check_network_read(&self, ip: &str) -> Result<(), ApiError> {
+        let what = "the network directory and feed";
+        self.check_address("network", what, ip, self.limits.network_per_minute, self.limits.network_per_day).await
+    }
+
+    /// Counts a call of a keyless endpoint for the client's address, in a per-minute and a per-UTC-day window named
+    /// after `kind`; past either, 429 RATE_LIMITED with Retry-After (the end of the window). The X-RateLimit-*
+    /// headers describe the daily window.
+    async fn check_address(&self, kind: &str, what: &str, ip: &str, per_minute_limit: i64, per_day_limit: i64) -> Result<(), ApiError> {
         let now = self.clock.now_ms();
         let minute = now - now.rem_euclid(MINUTE_MS);
         let day = now - now.rem_euclid(DAY_MS);
-        let per_minute =
-            self.store.take_unit(&format!("verify-minute:{ip}"), minute, minute + 2 * MINUTE_MS, self.limits.verify_per_minute).await?;
-        let per_day = self.store.take_unit(&format!("verify-day:{ip}"), day, day + 2 * DAY_MS, self.limits.verify_per_day).await?;
-        let limit = self.limits.verify_per_day;
-        set_header("X-RateLimit-Limit", limit);
-        set_header("X-RateLimit-Remaining", (limit - per_day).max(0));
+        let per_minute = self.store.take_unit(&format!("{kind}-minute:{ip}"), minute, minute + 2 * MINUTE_MS, per_minute_limit).await?;
+        let per_day = self.store.take_unit(&format!("{kind}-day:{ip}"), day, day + 2 * DAY_MS, per_day_limit).await?;
+        set_header("X-RateLimit-Limit", per_day_limit);
+        set_header("X-RateLimit-Remaining", (per_day_limit - per_day).max(0));
         set_header("X-RateLimit-Reset", (day + DAY_MS) / 1000);
-        if per_day > limit {
+        if per_day > per_day_limit {
             set_header("Retry-After", ceil_seconds(day + DAY_MS - now).max(1));
-            return Err(ApiError::rate_limited(format!("POST /verify allows {limit} calls per UTC day from one address")));
+            return Err(ApiError::rate_limited(format!("{what} allows {per_day_limit} calls per UTC day from one address")));
         }
-        if per_minute > self.limits.verify_per_minute {
+        if per_minute > per_minute_limit {
             set_header("Retry-After", ceil_seconds(minute + MINUTE_MS - now).max(1));
-            return Err(ApiError::rate_limited(format!(
-                "POST /verify allows {} calls per minute from one address",
-                self.limits.verify_per_minute
-            )));
+            return Err(ApiError::rate_limited(format!("{what} allows {per_minute_limit} calls per minute from one address")));
         }
         Ok(())
     }

@@ -20,6 +20,7 @@ mod guides;
 mod health;
 mod keys;
 mod ledger;
+mod network;
 mod nexus;
 mod paid;
 pub mod pricing;
@@ -138,6 +139,8 @@ pub enum ApiTags {
     Keys,
     /// Wallets linked to the account: x402 payments they sign are recorded to it.
     Wallets,
+    /// The agent network: an account's profiles, the public directory and the public feed.
+    Network,
     /// Plans: buying one (checkout at the payment processor), the processor's billing events, and the monthly
     /// usage statement.
     Billing,
@@ -169,6 +172,7 @@ pub type Apis = (
     keys::KeysApi,
     wallets::WalletsApi,
     billing::BillingApi,
+    network::NetworkApi,
     trades::TradesApi,
     trades::RatesApi,
     pricing::PricingApi,
@@ -188,6 +192,7 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         keys::KeysApi(state.clone()),
         wallets::WalletsApi(state.clone()),
         billing::BillingApi(state.clone()),
+        network::NetworkApi(state.clone()),
         trades::TradesApi(state.clone()),
         trades::RatesApi(state.clone()),
         pricing::PricingApi(state.clone()),

@@ -12,7 +12,7 @@ use rust_decimal::Decimal;
 
 use super::facts::FactSet;
 use super::money;
-use super::request::{state_code, FieldError, Request};
+use super::request::{state_code, B2bFromNetwork, Counterparty, FieldError, Request};
 use crate::rules::ast::{Sourcing, TaxOutcome};
 use crate::rules::registry::{in_force, CategoryEntry, Citation, Dated, FacilitatedCount, Jurisdiction, Registry, Rule, RuleBody};
 use crate::rules::schema::{Fact, CATEGORIES, DIGITAL_CONTENT_TYPES, TRANSACTION_TYPES, WORK_TYPES};
@@ -360,6 +360,9 @@ pub struct Determination {
     pub digital_content_type_applied: bool,
     pub digital_content_type_rule: Option<String>,
     pub classification_facts: serde_json::Map<String, serde_json::Value>,
+    /// The counterparty as the network knows it, and what its profile did to is_b2b.
+    pub counterparty: Option<Counterparty>,
+    pub b2b_from_network: B2bFromNetwork,
     pub outside_sales_tax: Option<String>,
     pub sourcing: Sourcing,
     pub sourcing_rule: String,
@@ -638,6 +641,9 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
     let remitted = remit(&mut cx, j, &cls, party, &taxed.legs, &mut special);
     let (tracking_1099, information_return_at) = track_1099(&mut cx, input.vendor_ytd);
     fact_advisories(&mut cx, &cls.facts);
+    if req.b2b_from_network == B2bFromNetwork::Conflicts {
+        cx.advise("B2B_DECLARATION_DIFFERS_FROM_NETWORK", None);
+    }
     let routing = route(j, &cls, party.role, &rates.jurisdiction, remitted.own_tax, &special);
     let confidence = confidence(&cx.factors);
 
@@ -670,6 +676,8 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
         digital_content_type_applied: cls.content_type_applies,
         digital_content_type_rule: taxed.content_type_rule,
         classification_facts: req.classification_facts.clone(),
+        counterparty: req.counterparty.clone(),
+        b2b_from_network: req.b2b_from_network,
         outside_sales_tax: outside.then(|| cls.category_entry.note.clone().unwrap_or_default()),
         sourcing: sourced.sourcing,
         sourcing_rule: sourced.rule.id.clone(),

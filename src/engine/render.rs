@@ -10,7 +10,8 @@ use std::fmt::Write;
 use rust_decimal::Decimal;
 use serde_json::{Map, Value};
 
-use super::determine::{pct, Advisory, Determination, Role, Stage, Tracking1099};
+use super::determine::{pct, Advisory, Determination, FinalDetermination, Role, Stage, Tracking1099};
+use super::request::B2bFromNetwork;
 use crate::rules::registry::Citation;
 
 pub const DISCLAIMER: &str = "Estimates for information only, computed from cited public law as of the date shown; not legal or tax advice. Confirm with a qualified professional before filing.";
@@ -27,7 +28,7 @@ pub fn money(d: Decimal) -> Value {
 
 /// The full response body, as the engine knows it (for tools; the API writes `FullText`).
 pub fn full(det: &Determination) -> Value {
-    serde_json::from_str(&FullText::new(det).with(det.tracking_1099.as_ref(), &det.advisories, &[])).unwrap_or(Value::Null)
+    serde_json::from_str(&FullText::new(det).with(det, det.tracking_1099.as_ref(), &det.advisories, &[])).unwrap_or(Value::Null)
 }
 
 /// The full body's text with its two 1099-dependent members (`tracking_1099`, `advisories`) left open, so that
@@ -55,8 +56,8 @@ impl FullText {
 
     /// The body's text with these members, and `extra` string members (the API's transaction_id, timestamp,
     /// …) at the end.
-    pub fn with(&self, tracking: Option<&Tracking1099>, advisories: &[Advisory], extra: &[(&str, &str)]) -> String {
-        joined([&self.head, &self.middle, &tail_with(&self.tail, extra)], &settled(tracking, advisories))
+    pub fn with(&self, det: &Determination, tracking: Option<&Tracking1099>, advisories: &[Advisory], extra: &[(&str, &str)]) -> String {
+        joined([&self.head, &self.middle, &tail_with(&self.tail, extra)], &settled(det, tracking, advisories))
     }
 
     /// The three fixed pieces, `extra` string members ending the last: `{` and the members before
@@ -79,10 +80,12 @@ fn tail_with(tail: &str, extra: &[(&str, &str)]) -> String {
 }
 
 /// The two pieces the counterparty's 1099 total settles, each with its leading comma and the one after it:
-/// `tracking_1099`, `advisories`.
-pub fn settled(tracking: Option<&Tracking1099>, advisories: &[Advisory]) -> [String; 2] {
+/// `tracking_1099` with `counterparty_notice`, and `advisories`.
+pub fn settled(det: &Determination, tracking: Option<&Tracking1099>, advisories: &[Advisory]) -> [String; 2] {
     let (mut t, mut a) = (String::with_capacity(256), String::with_capacity(64));
-    write_tracking(&mut Obj { out: &mut t, empty: false }, tracking);
+    let mut o = Obj { out: &mut t, empty: false };
+    write_tracking(&mut o, tracking);
+    write_counterparty_notice(&mut o, det, tracking);
     t.push(',');
     write_advisories(&mut Obj { out: &mut a, empty: false }, advisories);
     a.push(',');
@@ -444,6 +447,44 @@ fn write_tracking(o: &mut Obj, t: Option<&Tracking1099>) {
     };
 }
 
+/// What the counterparty should know about this transaction, for the caller to forward: that the buyer owes use
+/// tax a seller without nexus does not collect, and that a 1099 form will be due to a vendor the caller (as the
+/// buyer) has paid the threshold or more this year.
+fn write_counterparty_notice(o: &mut Obj, det: &Determination, tracking: Option<&Tracking1099>) {
+    let mut parts: Vec<String> = Vec::new();
+    if det.role == Role::Seller && det.final_determination == FinalDetermination::NoNexus {
+        if let Some(t) = det.tax_if_nexus.filter(|t| !t.is_zero()) {
+            let mut amount = String::new();
+            cents(t).put(&mut amount);
+            parts.push(format!(
+                "The seller does not collect {state} sales tax on this sale (it has no nexus in {state}): as the buyer, you may owe {state} use tax of {amount} USD on it.",
+                state = det.buyer_state_name
+            ));
+        }
+    }
+    // The caller pays the counterparty only as the buyer.
+    if let Some(t) = tracking.filter(|t| t.threshold_exceeded && det.role == Role::Buyer) {
+        if let Some(form) = &t.form_required {
+            let (mut total, mut threshold) = (String::new(), String::new());
+            cents(t.vendor_ytd_total).put(&mut total);
+            cents(t.threshold).put(&mut threshold);
+            parts.push(format!(
+                "Payments to you from this payer total {total} USD in {year}, at or over the {threshold} USD threshold: a Form {form} will be filed for {year}; send your Form W-9 if you have not.",
+                year = t.tax_year
+            ));
+        }
+    }
+    if parts.is_empty() {
+        return;
+    }
+    o.obj("counterparty_notice", |o| {
+        o.put("counterparty_id", &det.counterparty_id)
+            .put("on_agenttax", &det.counterparty.is_some())
+            .put("message", &parts.join(" "))
+            .put("forward_to_counterparty", &true);
+    });
+}
+
 fn write_advisories(o: &mut Obj, list: &[Advisory]) {
     o.list("advisories", list, |o, a| {
         o.put("type", &a.kind).put("advisory", &a.message).put("code", &a.code).put("flagged", &a.flagged);
@@ -528,12 +569,34 @@ fn write_rest(o: &mut Obj, det: &Determination) {
         });
     }
     let declared = det.classification_facts.contains_key("is_b2b");
+    let principal =
+        det.counterparty.as_ref().filter(|c| c.is_business.is_some()).map(|c| c.legal_name.as_deref().unwrap_or(&c.entity_name));
+    let (method, note) = match (declared, det.b2b_from_network) {
+        (false, B2bFromNetwork::Verified) => (
+            "network_verified",
+            if det.is_b2b {
+                "the counterparty's network profile says its principal is a business"
+            } else {
+                "the counterparty's network profile says its principal is not a business"
+            },
+        ),
+        (true, B2bFromNetwork::Conflicts) => {
+            ("declared", "declared by the caller; the counterparty's network profile says otherwise (see advisories)")
+        }
+        (true, B2bFromNetwork::Agrees) => ("declared", "declared by the caller; the counterparty's network profile agrees"),
+        (true, _) => ("declared", "declared by the caller"),
+        (false, _) => ("default", "not declared; treated as not business-to-business"),
+    };
     o.obj("b2b_detection", |o| {
-        o.put("is_b2b", &det.is_b2b)
-            .put("method", if declared { "declared" } else { "default" })
-            .put("counterparty_principal", &None::<bool>);
-        o.put("note", if declared { "declared by the caller" } else { "not declared; treated as not business-to-business" });
+        o.put("is_b2b", &det.is_b2b).put("method", method).put("counterparty_principal", &principal);
+        o.put("note", note);
     });
+    if let Some(c) = &det.counterparty {
+        o.obj("network_profile", |o| {
+            o.put("agent_id", &c.agent_id).put("entity_name", &c.entity_name).put("entity_state", &c.entity_state);
+            o.put("work_type", &c.work_type).put("legal_name", &c.legal_name).put("is_business", &c.is_business);
+        });
+    }
     o.obj("audit_trail", |o| write_audit_trail(o, det));
 }
 

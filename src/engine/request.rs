@@ -44,6 +44,53 @@ pub struct Request {
     pub facts: FactSet,
     /// The declared classification facts, echoed back as sent.
     pub classification_facts: Map<String, Value>,
+    /// The counterparty as the network knows it (set by the service after validation: [`Request::with_counterparty`]).
+    pub counterparty: Option<Counterparty>,
+    /// What the counterparty's network profile did to `is_b2b`.
+    pub b2b_from_network: B2bFromNetwork,
+}
+
+/// A counterparty found on the agent network: its profile's summary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Counterparty {
+    pub agent_id: String,
+    pub entity_name: String,
+    pub entity_state: Option<String>,
+    pub work_type: Option<String>,
+    /// The principal's legal name, when the profile gives one.
+    pub legal_name: Option<String>,
+    /// Whether the principal is a business, when the profile says.
+    pub is_business: Option<bool>,
+}
+
+/// What the counterparty's network profile did to the request's `is_b2b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum B2bFromNetwork {
+    /// Nothing: no profile, or one that does not say whether its principal is a business.
+    No,
+    /// The caller did not declare is_b2b: the profile's `is_business` is the call's.
+    Verified,
+    /// The caller declared is_b2b, and the profile says the opposite: the declaration stands, with an advisory.
+    Conflicts,
+    /// The caller declared is_b2b, and the profile agrees.
+    Agrees,
+}
+
+impl Request {
+    /// The counterparty as the network knows it. When the caller did not declare `is_b2b` and the profile says
+    /// whether its principal is a business, that is the call's `is_b2b`; a declaration always stands.
+    pub fn with_counterparty(&mut self, c: Counterparty) {
+        self.b2b_from_network = match (self.facts.declared(Fact::is_b2b), c.is_business) {
+            (_, None) => B2bFromNetwork::No,
+            (None, Some(b)) => {
+                self.facts.set_bool(Fact::is_b2b, b);
+                B2bFromNetwork::Verified
+            }
+            (Some(d), Some(b)) if (d == 1) == b => B2bFromNetwork::Agrees,
+            (Some(_), Some(_)) => B2bFromNetwork::Conflicts,
+        };
+        self.counterparty = Some(c);
+    }
 }
 
 pub const MAX_AMOUNT: i64 = 100_000_000;
@@ -218,7 +265,7 @@ pub fn parse_request(body: &Value) -> Result<Request, Vec<FieldError>> {
             None
         }
         Some(s) => {
-            let ok_chars = s.chars().all(|c| c.is_ascii_alphanumeric() || "_-.:@".contains(c));
+            let ok_chars = agent_id_chars(s);
             if s.is_empty() || s.chars().count() > 200 {
                 v.err("counterparty_id", "must be 1 to 200 characters");
                 None
@@ -379,6 +426,8 @@ pub fn parse_request(body: &Value) -> Result<Request, Vec<FieldError>> {
             has_attestation,
             facts,
             classification_facts: echo,
+            counterparty: None,
+            b2b_from_network: B2bFromNetwork::No,
         }),
         _ => Err(vec![FieldError { field: "body".into(), message: "is incomplete".into() }]),
     }
@@ -387,4 +436,9 @@ pub fn parse_request(body: &Value) -> Result<Request, Vec<FieldError>> {
 /// The code of a state index.
 pub fn state_code(i: usize) -> &'static str {
     STATES.get(i).copied().unwrap_or("??")
+}
+
+/// Whether every character of a counterparty id (a network agent id) is one of A–Z a–z 0–9 _ - . : @.
+pub fn agent_id_chars(s: &str) -> bool {
+    s.chars().all(|c| c.is_ascii_alphanumeric() || "_-.:@".contains(c))
 }

@@ -360,13 +360,22 @@ impl Ledger {
         applied.unwrap_or_else(|| Answer::failed(Refusal::Engine("the ledger batch failed".into())))
     }
 
-    /// Determines, renders and packs a job's entries before its batch (see [`Prepared`]), from the account's nexus
-    /// as this instance last read it (none, for an account it has not seen). A request the engine cannot answer as
+    /// Names each entry's counterparty as the network knows it (`Request::with_counterparty`), then determines,
+    /// renders and packs the job's entries before its batch (see [`Prepared`]), from the account's nexus as this
+    /// instance last read it (none, for an account it has not seen). A request the engine cannot answer as
     /// sent is the caller's error whatever the nexus (sourcing does not depend on it): every such entry's fields
     /// come back in one refusal, and the job goes no further. Any other failure leaves the entry to the batch,
     /// which determines it again and answers that failure.
     pub async fn prepare_job(&self, job: &mut Job) -> Result<(), Refusal> {
         let entity_id = job.payer.entity_id().to_string();
+        // The counterparties the network knows (public profiles, and the account's own): one query for the job.
+        let ids: Vec<&str> = job.entries.iter().map(|e| e.request.counterparty_id.as_str()).collect();
+        let known = self.store.counterparties(&ids, &entity_id).await?;
+        for entry in &mut job.entries {
+            if let Some(c) = known.get(&entry.request.counterparty_id) {
+                entry.request.with_counterparty(c.clone());
+            }
+        }
         let nexus = self.nexus_seen.get(&entity_id).unwrap_or_default();
         let mut errors = Vec::new();
         for entry in &mut job.entries {
@@ -561,7 +570,7 @@ impl Ledger {
                 let month = today.year() * 100 + today.month() as i32;
                 sales.push(Sale { entity_id, state: det.buyer_state, month, micros: payments[n].micros });
             }
-            let settled = render::settled(tracking.as_ref(), &advisories);
+            let settled = render::settled(det, tracking.as_ref(), &advisories);
             let text = render::joined(prepared.fixed.each_ref().map(String::as_str), &settled);
             rows.push(transaction::Model {
                 id: prepared.id.clone(),

@@ -5,7 +5,7 @@ use sea_orm::{
     TransactionTrait,
 };
 
-use super::entity::{agent, api_key, entity, session, transaction};
+use super::entity::{agent, api_key, entity, network_profile, session, transaction};
 use super::prepared::Query;
 use super::script::{Execute, Sql};
 use super::{Store, StoreError};
@@ -25,18 +25,23 @@ pub struct KeyOwner {
 }
 
 impl Store {
-    /// Creates the account, its first agent and its first key in one transaction.
-    /// A taken email is `StoreError::Conflict` and writes nothing.
+    /// Creates the account, its first agent, its first key and (when it joins the network) its first agent's
+    /// network profile, with the feed's event, in one transaction. A taken email is `StoreError::Conflict` and writes
+    /// nothing.
     pub async fn create_account(
         &self,
         account: entity::Model,
         first_agent: agent::Model,
         first_key: api_key::Model,
+        profile: Option<network_profile::Model>,
     ) -> Result<(), StoreError> {
         let txn = self.db.begin().await?;
         entity::Entity::insert(entity::ActiveModel::from(account)).exec_without_returning(&txn).await?;
         agent::Entity::insert(agent::ActiveModel::from(first_agent)).exec_without_returning(&txn).await?;
         api_key::Entity::insert(api_key::ActiveModel::from(first_key)).exec_without_returning(&txn).await?;
+        if let Some(p) = profile {
+            Store::insert_profile(&txn, p).await?;
+        }
         txn.commit().await?;
         Ok(())
     }

@@ -287,31 +287,36 @@ async fn processor_down_or_refusing(backend: Backend) {
 }
 
 async fn checkout_and_events_move_an_account_free_to_growth_and_back(backend: Backend) {
-    let app = billing_app(backend, "http://127.0.0.1:9", PRICES).await;
+    let processor = Processor::start();
+    let app = billing_app(backend, &processor.url, PRICES).await;
     let other = TestApp::on(app.db.clone(), backend, app.clock.clone()).await;
     let a = app.signup("grows@example.com").await;
-    // The free plan's 1,500 calls of November are used up: the next call is refused.
+    let b = app.signup("stays@example.com").await;
+    // Both have used the free plan's 1,500 calls of November: B's 1,501st call is refused.
     seed_usage(&app, Product::Tax, &a.entity_id, 1500, 0).await;
-    let r = app.post("/api/v1/calculate", Some(&a.key), &calc()).await;
+    seed_usage(&app, Product::Tax, &b.entity_id, 1500, 0).await;
+    let r = other.post("/api/v1/calculate", Some(&b.key), &calc()).await;
     assert_eq!((r.status, r.code()), (429, "RATE_LIMITED"), "{}", r.text);
     assert!(r.json["error"].as_str().unwrap().starts_with("Monthly limit reached: the Free plan includes 1,500 calls"));
-    // A call on the other instance caches the key there.
-    assert_eq!(other.post("/api/v1/calculate", Some(&a.key), &calc()).await.status, 429);
 
+    // A buys growth: the checkout session, then the processor's event for it.
+    let r = app.post("/api/v1/checkout", Some(&a.key), &json!({"product": "tax", "tier": "growth"})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let session = r.json["session_id"].as_str().unwrap().to_string();
     let t = now_secs(&app);
-    let paid = completed("evt_paid", t, &a, "sub_1", json!({"levy_account": a.entity_id, "tax_tier": "growth"}));
+    let mut paid = completed("evt_paid", t, &a, "sub_1", json!({"levy_account": a.entity_id, "tax_tier": "growth"}));
+    paid["data"]["object"]["id"] = json!(session);
     let r = deliver(&app, &paid).await;
     assert_eq!((r.json["applied"].clone(), r.json["duplicate"].clone()), (json!(true), json!(false)), "{}", r.text);
     assert_eq!(r.json["outcome"], json!(format!("{}: tax plan growth", a.entity_id)));
     assert_eq!(account_plans(&app, &a.entity_id).await, ("growth".into(), "free".into(), "active".into()));
-    // The next calls of the month succeed, on either instance. (Refused calls count in the month's calls, as the
-    // ledger counts every keyed call it answers: the two above were calls 1,501 and 1,502.)
-    let r = app.post("/api/v1/calculate", Some(&a.key), &calc()).await;
-    assert_eq!(r.status, 200, "{}", r.text);
+    // A's 1,501st call of the month succeeds, on the other instance; its 1,502nd on this one.
     let r = other.post("/api/v1/calculate", Some(&a.key), &calc()).await;
     assert_eq!(r.status, 200, "{}", r.text);
+    let r = app.post("/api/v1/calculate", Some(&a.key), &calc()).await;
+    assert_eq!(r.status, 200, "{}", r.text);
     let me = app.get("/api/v1/usage", Some(&a.key)).await;
-    assert_eq!(me.json["products"][0]["calls"], json!(1504));
+    assert_eq!(me.json["products"][0]["calls"], json!(1502));
     assert_eq!(me.json["products"][0]["included"], json!(100000));
 
     // The same event again changes nothing.

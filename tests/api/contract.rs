@@ -185,12 +185,14 @@ fn validated_values(field: &str) -> Option<Vec<&'static str>> {
         // A wallet's chain: the networks x402 payments are taken on (src/api/wallets.rs).
         "chain" => levy::payments::x402::NETWORKS.iter().map(|n| n.name).collect(),
         // Checked where they are read, with these literal lists (src/api/accounts.rs, src/api/keys.rs).
-        "network_visibility" => vec!["public", "private"],
+        "network_visibility" | "visibility" => vec!["public", "private"],
+        // A network profile's work type (src/api/network.rs).
+        "work_type" => WORK_TYPES.to_vec(),
         // Query parameters of GET /rates/capital-gains, read with the list they document (src/api/trades.rs).
         "format" => levy::api::schema::param::GainsFormat::VALUES.to_vec(),
         "explain" => vec!["true", "false"],
         // Signup's state and the query parameters' states are read in either case (compared upper-cased below).
-        "state" => STATES.to_vec(),
+        "state" | "entity_state" | "state_of_incorporation" => STATES.to_vec(),
         // `test` passes the list check and is then refused: test keys are on the spec's roadmap, not available.
         "type" => vec!["live"],
         // A checkout's product and tiers (src/api/billing.rs): the products, and the plans file's paid tiers.

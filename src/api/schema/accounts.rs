@@ -65,12 +65,22 @@ pub struct NewApiKey {
     pub created_at: String,
 }
 
+/// The network profile a signup with join_network made.
+#[derive(Object)]
+pub struct JoinedProfile {
+    /// The first agent's id, which is its id on the network.
+    pub agent_id: String,
+    pub visibility: String,
+}
+
 #[derive(Object)]
 pub struct SignupResponse {
     pub success: bool,
     pub entity_id: String,
     pub agent_id: String,
     pub plan: String,
+    /// With join_network: the first agent's network profile (complete it with POST /api/v1/network); else null.
+    pub network_profile: Option<JoinedProfile>,
     pub api_key: NewApiKey,
     pub next_steps: Vec<String>,
 }

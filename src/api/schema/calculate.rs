@@ -278,12 +278,40 @@ pub struct TaxIfNexus {
 pub struct B2bDetection {
     /// Whether the sale is treated as business-to-business.
     pub is_b2b: bool,
-    /// How that was decided (declared or default).
+    /// How that was decided: declared (the caller's is_b2b), network_verified (the counterparty's network profile,
+    /// when the caller did not declare it) or default (neither: not business-to-business).
     pub method: String,
-    /// The business behind the counterparty, when known.
+    /// The business behind the counterparty, when its network profile says whether it is one.
     pub counterparty_principal: Option<String>,
     /// A remark for the reader.
     pub note: String,
+}
+
+/// The counterparty's network profile, when `counterparty_id` names an agent on the network (a public profile,
+/// or one of the caller's own).
+#[derive(Object)]
+pub struct CounterpartyProfile {
+    pub agent_id: String,
+    pub entity_name: String,
+    pub entity_state: Option<String>,
+    pub work_type: Option<String>,
+    /// The principal's legal name.
+    pub legal_name: Option<String>,
+    /// Whether the principal is a business.
+    pub is_business: Option<bool>,
+}
+
+/// What the counterparty should know, for the caller to forward: that the buyer owes use tax a seller without
+/// nexus does not collect; that a 1099 form will be due to a vendor whose payments this year reached the threshold.
+#[derive(Object)]
+pub struct CounterpartyNotice {
+    pub counterparty_id: String,
+    /// Whether the counterparty is on the network (see network_profile).
+    pub on_agenttax: bool,
+    /// Addressed to the counterparty.
+    pub message: String,
+    /// True: pass the message on.
+    pub forward_to_counterparty: bool,
 }
 
 /// A state where this account's sales reached 80% or more of the economic-nexus threshold.
@@ -401,6 +429,8 @@ pub struct FullCalculation {
     pub seller_remitting: Option<SellerRemitting>,
     /// The counterparty's 1099 running total.
     pub tracking_1099: Option<Tracking1099>,
+    /// Present when there is something the counterparty should know.
+    pub counterparty_notice: Option<CounterpartyNotice>,
     /// How settled the answer is.
     pub confidence: Confidence,
     /// Things the caller should know.
@@ -426,6 +456,8 @@ pub struct FullCalculation {
     pub tax_if_nexus: Option<TaxIfNexus>,
     /// How is_b2b was determined.
     pub b2b_detection: Option<B2bDetection>,
+    /// The counterparty's network profile, when it is on the network.
+    pub network_profile: Option<CounterpartyProfile>,
     /// Present when any state is at 80% or more of its economic-nexus threshold.
     pub nexus_alerts: Option<Vec<NexusAlert>>,
     /// Taxes that apply without the seller's nexus (e.g. the Chicago lease tax).

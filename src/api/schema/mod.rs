@@ -8,6 +8,7 @@ pub mod calculate;
 pub mod gains;
 pub mod guides;
 pub mod ledger;
+pub mod network;
 pub mod param;
 pub mod pricing;
 pub mod rates;

@@ -291,3 +291,26 @@ documented!(
     /// A calendar month (UTC): `YYYY-MM`.
     MonthParam => MetaSchema { pattern: Some(MONTH_PATTERN.to_string()), ..MetaSchema::new("string") }
 );
+
+/// The highest page number the directory and the feed take.
+pub const MAX_PAGE: u64 = 100_000;
+
+documented!(
+    /// A page number, from 1 (the first page) to 100000.
+    PageNumber => MetaSchema { minimum: Some(1.0), maximum: Some(MAX_PAGE as f64), ..MetaSchema::new("integer") }
+);
+
+documented!(
+    /// Free text, up to 200 characters.
+    ShortText => MetaSchema { max_length: Some(200), ..MetaSchema::new("string") }
+);
+
+documented!(
+    /// A network agent id: 1 to 200 of A–Z a–z 0–9 _ - . : @.
+    AgentIdParam => MetaSchema {
+        min_length: Some(1),
+        max_length: Some(200),
+        pattern: Some(r"^[A-Za-z0-9_\-.:@]+$".to_string()),
+        ..MetaSchema::new("string")
+    }
+);

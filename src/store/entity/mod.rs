@@ -9,6 +9,8 @@ pub mod disposition;
 pub mod entity;
 pub mod idempotency;
 pub mod lot;
+pub mod network_event;
+pub mod network_profile;
 pub mod nexus_state;
 pub mod position;
 pub mod report_run;

@@ -1,0 +1,327 @@
+//! The agent network: POST and GET /api/v1/network (an account's profiles), GET /api/v1/network-directory (public
+//! profiles, one or a page of 20) and GET /api/v1/network-feed (public joins and changes, newest first).
+//!
+//! A private profile is seen by its owner only: the directory, the feed and calculate's counterparty check
+//! never read it. Contact emails and EIN digits are shown to the owner only.
+
+use std::sync::Arc;
+
+use poem_openapi::param::Query;
+use poem_openapi::{ApiResponse, OpenApi};
+use serde_json::{json, Map, Value};
+
+use super::auth::KeyAuth;
+use super::context::client_ip;
+use super::error::ApiError;
+use super::payload::{JsonBody, JsonText};
+use super::schema::network::{DirectoryAnswer, FeedPage, NetworkProfileRequest, NetworkProfileResponse};
+use super::schema::param::{AgentIdParam, PageNumber, Param, ShortText, MAX_PAGE};
+use super::{ApiTags, AppState};
+use crate::clock::iso;
+use crate::engine::request::agent_id_chars;
+use crate::error_responses;
+use crate::rules::schema::{state_index, WORK_TYPES};
+use crate::store::entity::network_profile;
+use crate::store::network::{DirectoryQuery, Saved, PRIVATE, PUBLIC};
+use crate::validate::Checker;
+
+pub struct NetworkApi(pub Arc<AppState>);
+
+/// Profiles per page of the directory and the feed (the spec's directory page).
+pub const PER_PAGE: u64 = 20;
+
+const PRINCIPAL_FIELDS: &[&str] = &["legal_name", "entity_type", "state_of_incorporation", "ein_last4", "contact_email", "is_business"];
+
+fn opt_state(s: &str) -> Value {
+    if s.is_empty() {
+        Value::Null
+    } else {
+        json!(s)
+    }
+}
+
+fn has_principal(p: &network_profile::Model) -> bool {
+    p.principal_legal_name.is_some()
+        || p.principal_entity_type.is_some()
+        || p.principal_state.is_some()
+        || p.principal_ein_last4.is_some()
+        || p.principal_contact_email.is_some()
+        || p.principal_is_business.is_some()
+}
+
+/// A profile as anyone may see it: no visibility, no contact email, no EIN digits.
+pub fn public_view(p: &network_profile::Model) -> Value {
+    let principal = has_principal(p).then(|| {
+        json!({"legal_name": p.principal_legal_name, "entity_type": p.principal_entity_type,
+               "state_of_incorporation": p.principal_state, "is_business": p.principal_is_business})
+    });
+    json!({
+        "agent_id": p.agent_id, "entity_name": p.entity_name, "entity_state": opt_state(&p.entity_state),
+        "work_type": p.work_type, "description": p.description, "principal": principal,
+        "joined_at": iso(p.created_at), "updated_at": iso(p.updated_at),
+    })
+}
+
+/// A profile as its owner sees it.
+fn own_view(p: &network_profile::Model) -> Value {
+    let principal = has_principal(p).then(|| {
+        json!({"legal_name": p.principal_legal_name, "entity_type": p.principal_entity_type,
+               "state_of_incorporation": p.principal_state, "ein_last4": p.principal_ein_last4,
+               "contact_email": p.principal_contact_email, "is_business": p.principal_is_business})
+    });
+    json!({
+        "agent_id": p.agent_id, "entity_name": p.entity_name, "entity_state": opt_state(&p.entity_state),
+        "visibility": p.visibility, "work_type": p.work_type, "description": p.description, "principal": principal,
+        "joined_at": iso(p.created_at), "updated_at": iso(p.updated_at),
+    })
+}
+
+fn state_field(c: &mut Checker, obj: &Map<String, Value>, field: &str, required: bool) -> Option<String> {
+    let s = c.text(obj, field, required, 1, 2)?.to_ascii_uppercase();
+    if state_index(&s).is_none() {
+        c.err(field, format!("`{s}` is not a two-letter US state code or DC"));
+        return None;
+    }
+    Some(s)
+}
+
+/// The profile a body asks for, for the account `entity_id`, at `now_ms`; every field error at once.
+pub fn parse_profile(value: &Value, entity_id: &str, now_ms: i64) -> Result<network_profile::Model, ApiError> {
+    let mut c = Checker::default();
+    let fields = ["agent_id", "entity_name", "entity_state", "visibility", "description", "work_type", "principal"];
+    let Some(obj) = c.object(value, &fields) else { return Err(ApiError::fields(&c.errors)) };
+    let agent_id = c.text(obj, "agent_id", true, 1, 200);
+    if let Some(a) = &agent_id {
+        if !agent_id_chars(a) {
+            c.err("agent_id", "may contain only letters, digits and _ - . : @");
+        }
+    }
+    let entity_name = c.text(obj, "entity_name", true, 1, 200);
+    let entity_state = state_field(&mut c, obj, "entity_state", true);
+    let visibility = c.one_of(obj, "visibility", false, &[PUBLIC, PRIVATE]).unwrap_or_else(|| PUBLIC.into());
+    let description = c.text(obj, "description", false, 0, 2000).unwrap_or_default();
+    let work_type = c.one_of(obj, "work_type", false, &WORK_TYPES);
+    let mut row = network_profile::Model {
+        agent_id: String::new(),
+        entity_id: entity_id.to_string(),
+        entity_name: String::new(),
+        entity_state: String::new(),
+        visibility,
+        description,
+        work_type,
+        principal_legal_name: None,
+        principal_entity_type: None,
+        principal_state: None,
+        principal_ein_last4: None,
+        principal_contact_email: None,
+        principal_is_business: None,
+        created_at: now_ms,
+        updated_at: now_ms,
+    };
+    match obj.get("principal") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(p)) => {
+            c.unknown_fields("principal.", p, PRINCIPAL_FIELDS);
+            let mut inner = Checker::default();
+            row.principal_legal_name = inner.text(p, "legal_name", false, 0, 200);
+            row.principal_entity_type = inner.text(p, "entity_type", false, 0, 20);
+            row.principal_state = state_field(&mut inner, p, "state_of_incorporation", false);
+            row.principal_ein_last4 = inner.text(p, "ein_last4", false, 0, 4);
+            if let Some(d) = &row.principal_ein_last4 {
+                if d.len() != 4 || !d.bytes().all(|b| b.is_ascii_digit()) {
+                    inner.err("ein_last4", "must be the last 4 digits of the EIN (never the whole number)");
+                }
+            }
+            row.principal_contact_email = inner.text(p, "contact_email", false, 0, 200);
+            if let Some(e) = &row.principal_contact_email {
+                if !super::accounts::valid_email(e) {
+                    inner.err("contact_email", format!("`{e}` is not an email address"));
+                }
+            }
+            row.principal_is_business = inner.boolean("is_business", p.get("is_business"));
+            for e in inner.errors {
+                c.err(&format!("principal.{}", e.field), e.message);
+            }
+        }
+        Some(_) => c.err("principal", "must be an object"),
+    }
+    match (agent_id, entity_name, entity_state) {
+        (Some(a), Some(n), Some(s)) if c.errors.is_empty() => {
+            row.agent_id = a;
+            row.entity_name = n;
+            row.entity_state = s;
+            Ok(row)
+        }
+        _ => Err(ApiError::fields(&c.errors)),
+    }
+}
+
+/// A page query: 1 by default, an integer from 1 to [`MAX_PAGE`]; 0-based.
+fn page_of(text: Option<&str>) -> Result<u64, ApiError> {
+    match text {
+        None => Ok(0),
+        Some(t) => match t.parse::<u64>() {
+            Ok(n) if (1..=MAX_PAGE).contains(&n) => Ok(n - 1),
+            _ => Err(ApiError::field("page", format!("`{t}` is not a page number: an integer from 1 to {MAX_PAGE}"))),
+        },
+    }
+}
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum SaveProfileResponses {
+    /// The profile is created.
+    #[oai(status = 201)]
+    Created(JsonText<NetworkProfileResponse>),
+    /// The account's profile of this agent id is updated.
+    #[oai(status = 200)]
+    Ok(JsonText<NetworkProfileResponse>),
+}
+
+error_responses!(SaveProfileErrors {
+    400 => BadRequest: "INVALID_INPUT (errors names each field, `principal.` before the principal's) or INVALID_JSON_BODY.",
+    401 => Unauthorized: "UNAUTHORIZED.",
+    409 => Conflict: "RESOURCE_CONFLICT: another account's profile has this agent id.",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum GetProfileResponses {
+    /// The profile.
+    #[oai(status = 200)]
+    Ok(JsonText<NetworkProfileResponse>),
+}
+
+error_responses!(GetProfileErrors {
+    400 => BadRequest: "INVALID_INPUT: agent_id is not an agent id.",
+    401 => Unauthorized: "UNAUTHORIZED.",
+    404 => NotFound: "RESOURCE_NOT_FOUND: the account has no profile (of this agent id).",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum DirectoryResponses {
+    /// One public profile (agent_id given), or a page of them.
+    #[oai(status = 200)]
+    Ok(JsonText<DirectoryAnswer>),
+}
+
+error_responses!(DirectoryErrors {
+    400 => BadRequest: "INVALID_INPUT: page is not an integer from 1 to 100000, or agent_id or search is malformed.",
+    404 => NotFound: "RESOURCE_NOT_FOUND: no public profile has this agent_id.",
+    429 => TooManyRequests: "RATE_LIMITED: the address's calls per minute or per UTC day (Retry-After sent).",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum FeedResponses {
+    /// A page of the feed.
+    #[oai(status = 200)]
+    Ok(JsonText<FeedPage>),
+}
+
+error_responses!(FeedErrors {
+    400 => BadRequest: "INVALID_INPUT: page is not an integer from 1 to 100000.",
+    429 => TooManyRequests: "RATE_LIMITED: the address's calls per minute or per UTC day (Retry-After sent).",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Network")]
+impl NetworkApi {
+    /// Create or update a network profile
+    ///
+    /// The account's profile of `agent_id`: 201 when it is new, 200 when the account's profile of that agent id
+    /// is updated (the whole profile is replaced by the body), 409 when another account holds the agent id. A
+    /// public profile is listed in the directory and the feed, and lets calculate recognize the agent as a
+    /// counterparty (its principal's `is_business` decides `b2b_detection` when the caller does not declare
+    /// is_b2b). The principal's contact email and EIN digits are shown to the owner only.
+    #[oai(path = "/network", method = "post", operation_id = "saveNetworkProfile")]
+    async fn save(&self, auth: KeyAuth, body: JsonBody<NetworkProfileRequest>) -> Result<SaveProfileResponses, SaveProfileErrors> {
+        let s = &self.0;
+        let owner = s.authenticate(&auth).await?;
+        let row = parse_profile(body.value()?, &owner.entity.id, s.clock.now_ms())?;
+        match s.store.save_profile(row).await.map_err(ApiError::from)? {
+            Saved::Created(p) => {
+                Ok(SaveProfileResponses::Created(JsonText::value(&json!({"success": true, "created": true, "profile": own_view(&p)}))))
+            }
+            Saved::Updated(p) => {
+                Ok(SaveProfileResponses::Ok(JsonText::value(&json!({"success": true, "created": false, "profile": own_view(&p)}))))
+            }
+            Saved::HeldElsewhere => Err(ApiError::conflict("another account's network profile has this agent_id").into()),
+        }
+    }
+
+    /// The account's network profile
+    ///
+    /// The account's profile of `agent_id`, or, without it, the account's first profile.
+    #[oai(path = "/network", method = "get", operation_id = "getNetworkProfile")]
+    async fn get(&self, auth: KeyAuth, agent_id: Query<Option<Param<AgentIdParam>>>) -> Result<GetProfileResponses, GetProfileErrors> {
+        let s = &self.0;
+        let owner = s.authenticate(&auth).await?;
+        let agent_id = agent_id.0.map(|p| p.0);
+        let found = s.store.own_profile(&owner.entity.id, agent_id.as_deref()).await.map_err(ApiError::from)?;
+        let Some(p) = found else {
+            return Err(ApiError::not_found(match agent_id {
+                Some(a) => format!("this account has no network profile with agent_id {a}"),
+                None => "this account has no network profile yet: POST /api/v1/network creates one".into(),
+            })
+            .into());
+        };
+        Ok(GetProfileResponses::Ok(JsonText::value(&json!({"success": true, "created": false, "profile": own_view(&p)}))))
+    }
+
+    /// The public directory of the network
+    ///
+    /// With `agent_id`: that public profile (404 when there is none, or it is private). Otherwise public profiles,
+    /// oldest member first, 20 per page: `work_type` keeps one work type (a value that is not one is ignored, as if
+    /// absent), `search` keeps profiles whose agent id, entity name or description contains the text (any case).
+    /// Keyless; limited per client address.
+    #[oai(path = "/network-directory", method = "get", operation_id = "networkDirectory")]
+    async fn directory(
+        &self,
+        agent_id: Query<Option<Param<AgentIdParam>>>,
+        /// A work type (compute, research, …); any other value is ignored.
+        work_type: Query<Option<Param<ShortText>>>,
+        /// Text to find in the agent id, the entity name or the description (any case).
+        search: Query<Option<Param<ShortText>>>,
+        page: Query<Option<Param<PageNumber>>>,
+    ) -> Result<DirectoryResponses, DirectoryErrors> {
+        let s = &self.0;
+        s.check_network_read(&client_ip()).await?;
+        if let Some(a) = agent_id.0.map(|p| p.0) {
+            let Some(p) = s.store.public_profile(&a).await.map_err(ApiError::from)? else {
+                return Err(ApiError::not_found(format!("no public network profile has agent_id {a}")).into());
+            };
+            return Ok(DirectoryResponses::Ok(JsonText::value(&json!({"success": true, "profile": public_view(&p)}))));
+        }
+        let page = page_of(page.0.as_ref().map(|p| p.0.as_str()))?;
+        let search = search.0.map(|p| p.0);
+        if search.as_ref().is_some_and(|t| t.chars().count() > 200) {
+            return Err(ApiError::field("search", "must be at most 200 characters").into());
+        }
+        let work_type = work_type.0.map(|p| p.0).filter(|w| WORK_TYPES.contains(&w.as_str()));
+        let q = DirectoryQuery { work_type, search, page, per_page: PER_PAGE };
+        let (rows, total) = s.store.directory(&q).await.map_err(ApiError::from)?;
+        Ok(DirectoryResponses::Ok(JsonText::value(&json!({
+            "success": true, "page": page + 1, "per_page": PER_PAGE, "total": total,
+            "profiles": rows.iter().map(public_view).collect::<Vec<_>>(),
+        }))))
+    }
+
+    /// The public network feed
+    ///
+    /// Public profiles that joined or changed, newest first, 20 per page, each with the profile as it is now (a
+    /// profile made private leaves the feed). Keyless; limited per client address with the directory.
+    #[oai(path = "/network-feed", method = "get", operation_id = "networkFeed")]
+    async fn feed(&self, page: Query<Option<Param<PageNumber>>>) -> Result<FeedResponses, FeedErrors> {
+        let s = &self.0;
+        s.check_network_read(&client_ip()).await?;
+        let page = page_of(page.0.as_ref().map(|p| p.0.as_str()))?;
+        let events = s.store.feed(page, PER_PAGE).await.map_err(ApiError::from)?;
+        let events: Vec<Value> = events.iter().map(|(e, p)| json!({"event": e.kind, "at": iso(e.at), "profile": public_view(p)})).collect();
+        Ok(FeedResponses::Ok(JsonText::value(&json!({"success": true, "page": page + 1, "per_page": PER_PAGE, "events": events}))))
+    }
+}
