@@ -103,7 +103,8 @@ pub async fn offline_state(config: &Config) -> Result<Arc<AppState>, String> {
     let store = Store::connect("sqlite::memory:").await.map_err(|e| e.to_string())?;
     Ok(Arc::new(
         AppState::with_plans(store, registry, plans, Clock::system(), config.limits.clone(), DataKey::generate())
-            .with_x402(&config.x402)?,
+            .with_x402(&config.x402)?
+            .with_mpp(&config.mpp, config.public_url.as_deref())?,
     ))
 }
 
@@ -114,7 +115,9 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let data_key = data_key(&config)?;
     let store = connect_and_migrate(&config.database_url).await?;
     let state = Arc::new(
-        AppState::with_plans(store.clone(), registry, plans, Clock::system(), config.limits.clone(), data_key).with_x402(&config.x402)?,
+        AppState::with_plans(store.clone(), registry, plans, Clock::system(), config.limits.clone(), data_key)
+            .with_x402(&config.x402)?
+            .with_mpp(&config.mpp, config.public_url.as_deref())?,
     );
     let trust = std::env::var("LEVY_TRUST_FORWARDED_FOR").is_ok_and(|v| v == "1");
     let endpoint = app(state.clone(), trust);

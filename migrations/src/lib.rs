@@ -14,6 +14,7 @@ mod m20261121_000005_pack_ledger;
 mod m20261126_000001_unpack_ledger;
 mod m20261126_000002_create_report_runs;
 mod m20261126_000002_create_wallets;
+mod m20261126_000003_create_mpp_payments;
 
 pub struct Migrator;
 
@@ -29,6 +30,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000001_unpack_ledger::Migration),
             Box::new(m20261126_000002_create_report_runs::Migration),
             Box::new(m20261126_000002_create_wallets::Migration),
+            Box::new(m20261126_000003_create_mpp_payments::Migration),
         ]
     }
 }

@@ -19,6 +19,7 @@ mod guides;
 mod health;
 mod keys;
 mod ledger;
+mod mpp;
 mod nexus;
 mod paid;
 pub mod pricing;
@@ -59,6 +60,10 @@ pub struct AppState {
     pub agents_guide: std::sync::OnceLock<String>,
     /// Pay per call with x402; `None` while no payee is configured.
     pub x402: Option<crate::payments::x402::X402>,
+    /// Pay per call with MPP; `None` while no challenge secret is configured.
+    pub mpp: Option<crate::payments::mpp::Mpp>,
+    /// The public base URL (LEVY_PUBLIC_URL), without a final `/`; `None`: taken from each request's Host.
+    pub public_url: Option<String>,
 }
 
 impl AppState {
@@ -90,12 +95,26 @@ impl AppState {
             keys: Default::default(),
             agents_guide: Default::default(),
             x402: None,
+            mpp: None,
+            public_url: None,
         }
     }
 
     /// The state with x402 configured as `settings` say (off without a payee), at the plans' pay-per-call price.
     pub fn with_x402(mut self, settings: &crate::config::X402) -> Result<AppState, String> {
         self.x402 = crate::payments::x402::X402::from_settings(settings, self.plans.pay_per_call.price_usd_per_call)?;
+        Ok(self)
+    }
+
+    /// The state with MPP configured as `settings` say (off without a secret), at the plans' pay-per-call price, and
+    /// the public base URL (which also names MPP's realm: its host, else `levy`).
+    pub fn with_mpp(mut self, settings: &crate::config::Mpp, public_url: Option<&str>) -> Result<AppState, String> {
+        self.public_url = public_url.map(|u| u.trim_end_matches('/').to_string());
+        let realm = public_url
+            .and_then(|u| u.split_once("://").map(|(_, rest)| rest.split('/').next().unwrap_or(rest).to_string()))
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "levy".into());
+        self.mpp = crate::payments::mpp::Mpp::from_settings(settings, self.plans.pay_per_call.price_usd_per_call, &realm)?;
         Ok(self)
     }
 

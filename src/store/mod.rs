@@ -8,6 +8,7 @@ pub mod group;
 pub mod idempotency;
 pub mod ledger;
 pub mod limits;
+pub mod mpp;
 pub mod nexus;
 pub mod prepared;
 pub mod reports;

@@ -20,6 +20,7 @@ mod ingest;
 mod limits;
 mod listing;
 mod migrations;
+mod mpp;
 mod nexus;
 mod pricing;
 mod query;

@@ -8,6 +8,7 @@ pub mod disposition;
 pub mod entity;
 pub mod idempotency;
 pub mod lot;
+pub mod mpp_payment;
 pub mod nexus_state;
 pub mod position;
 pub mod report_run;
