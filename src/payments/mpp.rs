@@ -299,7 +299,9 @@ impl Mpp {
             .map_err(|e| Unavailable(format!("payment_intents: {}", e.without_url())))?;
         let status = resp.status();
         let bytes = resp.bytes().await.map_err(|e| Unavailable(format!("payment_intents: {}", e.without_url())))?;
-        if status.is_server_error() || status.as_u16() == 429 {
+        // Stripe down or busy, or refusing this server's own key (a configuration fault, not the payer's): no
+        // answer about the payment.
+        if status.is_server_error() || matches!(status.as_u16(), 401 | 403 | 429) {
             return Err(Unavailable(format!("payment_intents: HTTP {status}")));
         }
         let v: Value = serde_json::from_slice(&bytes).map_err(|_| Unavailable(format!("payment_intents: HTTP {status} without JSON")))?;
