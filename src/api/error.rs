@@ -68,7 +68,9 @@ pub struct ErrorEnvelope {
     /// On the demo daily cap: how to continue (sign up for a key, or pay per call).
     #[oai(skip_serializing_if_is_none)]
     pub signup: Option<Value>,
-    /// On the demo daily cap: the pay-per-call option.
+    /// On a 402: the pay-per-call options. x402: id, price_usd_per_call, currency, header, network, payee, note;
+    /// and `mpp`: method (stripe), intent (charge), amount (cents), currency (usd), header (Authorization), note
+    /// (only `note` while MPP is off). The challenges themselves are `accepts`, PAYMENT-REQUIRED and WWW-Authenticate.
     #[oai(skip_serializing_if_is_none)]
     pub pay_per_call: Option<Value>,
     /// On the errors an agent can act on (401, 402, 429): the integration guide, /api/v1/agents, which says
