@@ -140,9 +140,9 @@ fn prepare(registry: &Registry, plans: &Plans, now_ms: i64, payer: &Payer, nexus
         ("mode", payer.mode()),
         ("api_version", API_VERSION),
     ];
-    let free_tier = plans.free_allowance();
-    let upgrade = [("message", PER_CALL_UPGRADE), ("signup", "/api/v1/auth/signup"), ("free_tier", free_tier.as_str())];
-    let fixed = FullText::new(&det).into_fixed_with(&extra, payer.key_id().is_none().then_some(&upgrade[..]));
+    let free_tier = payer.key_id().is_none().then(|| plans.free_allowance());
+    let upgrade = free_tier.as_deref().map(|f| [("message", PER_CALL_UPGRADE), ("signup", "/api/v1/auth/signup"), ("free_tier", f)]);
+    let fixed = FullText::new(&det).into_fixed_with(&extra, upgrade.as_ref().map(|u| &u[..]));
     Ok(Prepared { nexus, det, id, fixed })
 }
 
