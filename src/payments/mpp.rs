@@ -82,6 +82,9 @@ struct Echoed {
     digest: Option<String>,
     #[serde(default)]
     opaque: Option<String>,
+    /// `Payment-Authorization` when a challenge selected that field; this server's never do.
+    #[serde(default)]
+    header: Option<String>,
 }
 
 #[derive(Deserialize, Clone, Debug)]
@@ -234,7 +237,7 @@ impl Mpp {
         if !constant_time_eq(&sent, &expected) {
             return Err(problem("invalid-challenge", "the challenge was not issued by this server, or was altered"));
         }
-        if c.realm != self.realm || c.method != METHOD || c.intent != INTENT {
+        if c.realm != self.realm || c.method != METHOD || c.intent != INTENT || c.header.is_some() {
             return Err(problem("invalid-challenge", format!("the challenge is not this route's ({METHOD}/{INTENT} in `{}`)", self.realm)));
         }
         let expires = c
@@ -390,6 +393,41 @@ mod tests {
             text,
             r#"{"amount":"1","currency":"usd","description":"One US sales/use tax determination (POST /api/v1/calculate)","methodDetails":{"networkId":"profile_test","paymentMethodTypes":["card"]}}"#
         );
+    }
+
+    /// The parameters of a `WWW-Authenticate: Payment` value.
+    fn params(header: &str) -> serde_json::Map<String, Value> {
+        header
+            .trim_start_matches("Payment ")
+            .split(", ")
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| (k.to_string(), Value::String(v.trim_matches('"').to_string())))
+            .collect()
+    }
+
+    fn credential(challenge: serde_json::Map<String, Value>) -> String {
+        let wire = serde_json::json!({"challenge": challenge, "payload": {"spt": "spt_test123"}});
+        format!("Payment {}", URL_SAFE_NO_PAD.encode(wire.to_string()))
+    }
+
+    #[test]
+    fn a_credential_echoes_the_challenge_as_issued() {
+        let m = mpp();
+        let now = 1_790_000_000_000;
+        let issued = params(&m.challenge(now));
+        assert_ne!(issued["id"], params(&m.challenge(now))["id"], "two challenges of one second differ (opaque nonce)");
+        let c = m.check(&credential(issued.clone()), now).unwrap();
+        assert_eq!((c.challenge_id.as_str(), c.spt.as_str()), (issued["id"].as_str().unwrap(), "spt_test123"));
+        let kind = |mut ch: serde_json::Map<String, Value>, k: &str, v: &str, at: i64| {
+            ch.insert(k.into(), Value::String(v.into()));
+            m.check(&credential(ch), at).err().map(|p| p.kind)
+        };
+        assert_eq!(kind(issued.clone(), "realm", "other", now), Some("invalid-challenge"));
+        assert_eq!(kind(issued.clone(), "opaque", "e30", now), Some("invalid-challenge"));
+        assert_eq!(kind(issued.clone(), "header", "Payment-Authorization", now), Some("invalid-challenge"));
+        assert_eq!(kind(issued.clone(), "id", "AAAA", now), Some("invalid-challenge"));
+        assert_eq!(kind(issued.clone(), "method", "stripe", now + 301_000), Some("payment-expired"));
+        assert_eq!(m.check("Payment %%%", now).err().map(|p| p.kind), Some("malformed-credential"));
     }
 
     #[test]
