@@ -199,6 +199,47 @@ impl Billing {
     }
 }
 
+/// MPP, the `Payment` HTTP authentication scheme, with its Stripe charge method: taken on calculate once a
+/// challenge secret is set, at the plans' pay-per-call price.
+#[derive(Clone, Default, PartialEq)]
+pub struct Mpp {
+    /// The server secret that binds a challenge's id to its parameters by HMAC-SHA256 (LEVY_MPP_SECRET, at least 32
+    /// bytes); `None`: MPP is off. Instances that share a database share it, so any of them verifies a challenge.
+    pub secret: Option<String>,
+    /// The Stripe secret key PaymentIntents are created with (LEVY_MPP_STRIPE_SECRET_KEY).
+    pub stripe_secret_key: Option<String>,
+    /// The Stripe Business Network profile paid (LEVY_MPP_STRIPE_NETWORK_ID): the challenge's `methodDetails.networkId`.
+    pub stripe_network_id: Option<String>,
+    /// Where Stripe's API is (LEVY_MPP_STRIPE_API_BASE, default `https://api.stripe.com`).
+    pub stripe_api_base: String,
+}
+
+impl std::fmt::Debug for Mpp {
+    /// Secrets are never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mpp")
+            .field("secret", &self.secret.as_ref().map(|_| "(set)"))
+            .field("stripe_secret_key", &self.stripe_secret_key.as_ref().map(|_| "(set)"))
+            .field("stripe_network_id", &self.stripe_network_id)
+            .field("stripe_api_base", &self.stripe_api_base)
+            .finish()
+    }
+}
+
+impl Mpp {
+    /// The settings from LEVY_MPP_SECRET, LEVY_MPP_STRIPE_SECRET_KEY, LEVY_MPP_STRIPE_NETWORK_ID and
+    /// LEVY_MPP_STRIPE_API_BASE (an empty value counts as unset).
+    pub fn from_env() -> Self {
+        let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        Mpp {
+            secret: var("LEVY_MPP_SECRET"),
+            stripe_secret_key: var("LEVY_MPP_STRIPE_SECRET_KEY"),
+            stripe_network_id: var("LEVY_MPP_STRIPE_NETWORK_ID"),
+            stripe_api_base: var("LEVY_MPP_STRIPE_API_BASE").unwrap_or_else(|| DEFAULT_STRIPE_API_BASE.into()),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Address to listen on (LEVY_BIND, default 127.0.0.1:8080).
@@ -214,6 +255,10 @@ pub struct Config {
     pub limits: Limits,
     pub x402: X402,
     pub billing: Billing,
+    pub mpp: Mpp,
+    /// The service's public base URL (LEVY_PUBLIC_URL, e.g. `https://levy.example.com`): the URL a payment names
+    /// (x402's `resource`) and MPP's realm. Unset: the request's Host header, over https.
+    pub public_url: Option<String>,
 }
 
 impl Config {
@@ -229,6 +274,8 @@ impl Config {
             limits: Limits::from_env(),
             x402: X402::from_env(),
             billing: Billing::from_env(),
+            mpp: Mpp::from_env(),
+            public_url: std::env::var("LEVY_PUBLIC_URL").ok().map(|v| v.trim().trim_end_matches('/').to_string()).filter(|v| !v.is_empty()),
         }
     }
 }

@@ -104,6 +104,7 @@ pub async fn offline_state(config: &Config) -> Result<Arc<AppState>, String> {
     Ok(Arc::new(
         AppState::with_plans(store, registry, plans, Clock::system(), config.limits.clone(), DataKey::generate())
             .with_x402(&config.x402)?
+            .with_mpp(&config.mpp, config.public_url.as_deref())?
             .with_billing(&config.billing)?,
     ))
 }
@@ -117,6 +118,7 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let state = Arc::new(
         AppState::with_plans(store.clone(), registry, plans, Clock::system(), config.limits.clone(), data_key)
             .with_x402(&config.x402)?
+            .with_mpp(&config.mpp, config.public_url.as_deref())?
             .with_billing(&config.billing)?,
     );
     let trust = std::env::var("LEVY_TRUST_FORWARDED_FOR").is_ok_and(|v| v == "1");

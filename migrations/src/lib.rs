@@ -14,6 +14,7 @@ mod m20261121_000005_pack_ledger;
 mod m20261126_000001_unpack_ledger;
 mod m20261126_000002_create_report_runs;
 mod m20261126_000002_create_wallets;
+mod m20261126_000003_create_mpp_payments;
 mod m20261126_000004_create_billing;
 mod m20261126_000005_create_network;
 
@@ -31,6 +32,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000001_unpack_ledger::Migration),
             Box::new(m20261126_000002_create_report_runs::Migration),
             Box::new(m20261126_000002_create_wallets::Migration),
+            Box::new(m20261126_000003_create_mpp_payments::Migration),
             Box::new(m20261126_000004_create_billing::Migration),
             Box::new(m20261126_000005_create_network::Migration),
         ]

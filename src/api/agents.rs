@@ -263,7 +263,28 @@ pub fn guide(doc: &str, state: &AppState) -> String {
     } else {
         line("    NOT ACCEPTED by this server: no payee is configured (LEVY_X402_PAYEE); a payment header is refused with 402.");
     }
-    line("  MPP (machine payments through a payment processor): NOT YET ACCEPTED by this server.");
+    match &state.mpp {
+        Some(m) => {
+            line(&format!(
+                "  MPP (machine payments through a payment processor, POST /api/v1/calculate): {} USD per call (amount {}, in",
+                ppc.price_usd_per_call.normalize(),
+                m.amount
+            ));
+            line("    cents of usd), the Payment HTTP authentication scheme with Stripe's charge method. A call without payment");
+            line("    past the demo's cap is 402 with WWW-Authenticate: Payment id, realm, method \"stripe\", intent \"charge\",");
+            line("    request (base64url JSON {amount, currency, description, methodDetails {networkId, paymentMethodTypes}}),");
+            line("    expires, opaque. Have Stripe grant a Shared Payment Token for that amount and networkId, then repeat the call");
+            line("    with Authorization: Payment <base64url JSON {challenge: the challenge's parameters, echoed; payload: {spt}}>");
+            line("    (MPP clients such as pympp or mppx do this). The answer has mode \"mpp\" and its receipt in Payment-Receipt.");
+            line("    A refusal is 402 whose `type` names the problem (https://paymentauth.org/problems/...), with a fresh");
+            line("    challenge; Stripe not answering is 503. One challenge pays for one call, within 5 minutes of its issue;");
+            line("    an Idempotency-Key replay never charges again.");
+        }
+        None => line(
+            "  MPP (machine payments through a payment processor): NOT ACCEPTED by this server: no challenge secret is configured \
+             (LEVY_MPP_SECRET); a Payment credential is refused with 402.",
+        ),
+    }
     line("");
     line("OPERATIONS (one example each; the answer's status and key fields follow it)");
     for op in operations(&doc) {
@@ -292,7 +313,7 @@ pub fn guide(doc: &str, state: &AppState) -> String {
     for p in &plans.tiers {
         line(&allowance(p));
     }
-    line(&format!("  Pay per call (x402): no call cap; {} USD per call.", ppc.price_usd_per_call.normalize()));
+    line(&format!("  Pay per call (x402, MPP): no call cap; {} USD per call.", ppc.price_usd_per_call.normalize()));
     line("");
     line("ERROR CODES (the envelope: success false, code, error, request_id, errors per field; branch on code)");
     for l in error_codes(&doc) {

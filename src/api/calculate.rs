@@ -46,11 +46,21 @@ pub struct CalculateApi(pub Arc<AppState>);
         name = "PAYMENT-RESPONSE",
         ty = "Option<String>",
         description = "x402 v2, on a call paid with PAYMENT-SIGNATURE: the same settlement JSON, base64."
+    ),
+    header(
+        name = "Payment-Receipt",
+        ty = "Option<String>",
+        description = "MPP, on a call paid with `Authorization: Payment`: base64url (no padding) of the receipt JSON {method stripe, reference (the PaymentIntent id), status success, timestamp}; replayed with a stored answer."
+    ),
+    header(
+        name = "Cache-Control",
+        ty = "Option<String>",
+        description = "`private` on a call paid per call (x402, MPP): the answer is its payer's."
     )
 )]
 pub enum CalculateResponse {
-    /// The determination: the full answer with an API key (`mode` live) or an x402 payment (`mode` x402), recorded in
-    /// the ledger; the demo answer without either.
+    /// The determination: the full answer with an API key (`mode` live), an x402 payment (`mode` x402) or an MPP
+    /// payment (`mode` mpp), recorded in the ledger; the demo answer without any.
     #[oai(status = 200)]
     Ok(JsonText<Calculation>),
 }
@@ -65,16 +75,23 @@ pub enum CalculateErrors {
     /// UNAUTHORIZED: the API key is malformed, unknown or revoked.
     #[oai(status = 401)]
     Unauthorized(Json<ErrorEnvelope>),
-    /// PAYMENT_REQUIRED: the keyless demo's 50 calls per UTC day are used up, or an x402 payment was refused (the
-    /// message gives the x402 reason) or x402 is not configured. The body carries `signup` and `pay_per_call`, and
-    /// while x402 is on, x402 v1's `x402Version` and `accepts` (the v2 offer is the PAYMENT-REQUIRED header).
+    /// PAYMENT_REQUIRED: the keyless demo's 50 calls per UTC day are used up, or an x402 payment or MPP credential
+    /// was refused (the message gives the reason; for MPP, `type` is the problem type) or that protocol is not
+    /// configured. The body carries `signup` and `pay_per_call` (with its `mpp` part), and while x402 is on, x402 v1's
+    /// `x402Version` and `accepts` (the v2 offer is the PAYMENT-REQUIRED header; MPP's is WWW-Authenticate).
     #[oai(
         status = 402,
         header(
             name = "PAYMENT-REQUIRED",
             ty = "Option<String>",
             description = "x402 v2: base64 of the PaymentRequired JSON {x402Version 2, error, resource, accepts}; sent while x402 is on."
-        )
+        ),
+        header(
+            name = "WWW-Authenticate",
+            ty = "Option<String>",
+            description = "MPP: `Payment id=\"…\", realm=\"…\", method=\"stripe\", intent=\"charge\", request=\"…\", expires=\"…\", opaque=\"…\", description=\"…\"`; request is base64url of the JSON {amount (cents), currency usd, description, methodDetails {networkId, paymentMethodTypes}}; sent while MPP is on."
+        ),
+        header(name = "Cache-Control", ty = "Option<String>", description = "`no-store`: a payment challenge is never cached.")
     )]
     PaymentRequired(Json<ErrorEnvelope>),
     /// IDEMPOTENCY_KEY_CONFLICT (same key, different body) or RESOURCE_CONFLICT (same key still running after 5 s; Retry-After sent).
@@ -83,7 +100,8 @@ pub enum CalculateErrors {
     /// RATE_LIMITED: the key's 120 calls per 60 s or the demo's 30 per minute (Retry-After sent), or the free plan's monthly allowance (error says Monthly limit reached; no Retry-After).
     #[oai(status = 429)]
     TooManyRequests(Json<ErrorEnvelope>),
-    /// DB_UNAVAILABLE: the database, or the x402 facilitator of a paid call, does not answer (nothing charged); retry.
+    /// DB_UNAVAILABLE: the database, the x402 facilitator or the MPP payment processor of a paid call does not
+    /// answer (nothing recorded; a credential is charged at most once); retry.
     #[oai(status = 503)]
     DbUnavailable(Json<ErrorEnvelope>),
     /// Unexpected error; details are only in the server log.
@@ -116,13 +134,19 @@ impl CalculateApi {
     /// With an API key: the full determination (sourcing, rate layers, the rule that fired and its citation,
     /// 1099 tracking, nexus alerts), written to the ledger with the counterparty's 1099 total and the state's
     /// revenue in one database transaction. A seller call for a state without stored nexus answers total_tax 0
-    /// with `tax_if_nexus`. `nexus_override` and `vendor_ytd_override` are demo-only and rejected here.
+    /// with `tax_if_nexus`. `nexus_override` and `vendor_ytd_override` are rejected here.
     ///
     /// Without a key, paid per call with x402 (`X-PAYMENT`, or v2's `PAYMENT-SIGNATURE`): 0.005 USD in USDC,
     /// checked against the 402's requirements, verified and settled by the configured facilitator, answered in full
     /// with `mode` x402 and the receipt header, and recorded to the account that linked the paying wallet (else to
     /// the wallet's own account). A refused payment is 402 with the reason; a facilitator that does not answer is
     /// 503; neither records nor charges anything. An authorization pays for one call.
+    ///
+    /// Or paid with MPP (`Authorization: Payment <credential>`, Stripe's charge method with a Shared Payment Token)
+    /// for the 402's `WWW-Authenticate: Payment` challenge: answered in full with `mode` mpp and `Payment-Receipt`,
+    /// recorded to an account of its own. A refused credential is 402 whose `type` is the MPP problem type; Stripe
+    /// not answering is 503. A challenge pays for one call. Paid calls may send `nexus_override`; their answers
+    /// carry `upgrade`.
     ///
     /// Without a key or payment: the demo answer (totals, no breakdown, nothing written), limited per client
     /// address to 30 calls per minute and 50 per UTC day; every call counts, invalid ones included. Past the day's
@@ -147,6 +171,10 @@ impl CalculateApi {
     ) -> Result<CalculateResponse, CalculateErrors> {
         let s = &self.0;
         let Some(key) = auth.key() else {
+            if let Some(credential) = super::mpp::credential_header(req) {
+                let text = s.mpp_calculation(req, &credential, super::idempotency::header_text(req).as_deref(), &body).await?;
+                return Ok(CalculateResponse::Ok(JsonText::new(text)));
+            }
             if let Some(payment) = super::paid::payment_header(req) {
                 let text = s.paid_calculation(req, payment, super::idempotency::header_text(req).as_deref(), &body).await?;
                 return Ok(CalculateResponse::Ok(JsonText::new(text)));
@@ -175,13 +203,32 @@ pub struct LiveRequest {
 
 /// Validates a calculate body for a live (keyed) call: the spec's checks plus the demo-only fields.
 pub fn parse_live(value: &Value, prefix: &str) -> Result<LiveRequest, Vec<String>> {
+    parse_refusing(
+        value,
+        prefix,
+        DEMO_ONLY_FIELDS,
+        "only honoured on keyless demo calls; live calls use the account's stored nexus and ledger",
+    )
+}
+
+/// Validates a calculate body for a call paid per call (x402, MPP): `nexus_override` is honoured (the spec gives it
+/// to "x402 inline calls"; a keyless payer has no stored nexus to speak of), `vendor_ytd_override` is not (the
+/// payer's account keeps its own 1099 totals).
+pub fn parse_paid(value: &Value) -> Result<LiveRequest, Vec<String>> {
+    parse_refusing(
+        value,
+        "",
+        &["vendor_ytd_override"],
+        "only honoured on keyless demo calls; a paid call's 1099 total is its account's own",
+    )
+}
+
+fn parse_refusing(value: &Value, prefix: &str, refused: &[&str], why: &str) -> Result<LiveRequest, Vec<String>> {
     let mut errors: Vec<String> = Vec::new();
     if let Some(obj) = value.as_object() {
-        for f in DEMO_ONLY_FIELDS {
+        for f in refused {
             if obj.contains_key(*f) {
-                errors.push(format!(
-                    "{prefix}{f}: only honoured on keyless demo calls; live calls use the account's stored nexus and ledger"
-                ));
+                errors.push(format!("{prefix}{f}: {why}"));
             }
         }
     }

@@ -29,7 +29,7 @@ use crate::store::StoreError;
 /// - RATE_LIMITED (429): burst or demo limiter tripped (Retry-After sent), or the free plan's monthly allowance used up ("Monthly limit reached", no Retry-After).
 /// - WEBHOOK_SIGNATURE_INVALID (401): the partner webhook signature did not verify.
 /// - INTERNAL (500): unexpected error; details are only in the server log. Safe to retry with backoff.
-/// - DB_UNAVAILABLE (503): the database, or the x402 facilitator of a paid call, did not answer (nothing was charged). Transient; retry.
+/// - DB_UNAVAILABLE (503): the database, or the x402 facilitator or MPP payment processor of a paid call, did not answer (nothing was charged). Transient; retry.
 #[derive(Enum, Clone, Copy, Debug, PartialEq, Eq)]
 #[oai(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
@@ -68,7 +68,9 @@ pub struct ErrorEnvelope {
     /// On the demo daily cap: how to continue (sign up for a key, or pay per call).
     #[oai(skip_serializing_if_is_none)]
     pub signup: Option<Value>,
-    /// On the demo daily cap: the pay-per-call option.
+    /// On a 402: the pay-per-call options. x402: id, price_usd_per_call, currency, header, network, payee, note;
+    /// and `mpp`: method (stripe), intent (charge), amount (cents), currency (usd), header (Authorization), note
+    /// (only `note` while MPP is off). The challenges themselves are `accepts`, PAYMENT-REQUIRED and WWW-Authenticate.
     #[oai(skip_serializing_if_is_none)]
     pub pay_per_call: Option<Value>,
     /// On the errors an agent can act on (401, 402, 429): the integration guide, /api/v1/agents, which says
@@ -81,6 +83,11 @@ pub struct ErrorEnvelope {
     /// On a 402 while x402 is on: how to pay for the call (the same offer, in x402 v2 form, is the PAYMENT-REQUIRED header).
     #[oai(skip_serializing_if_is_none)]
     pub accepts: Option<Vec<crate::payments::x402::PaymentRequirements>>,
+    /// On a 402 refusing an MPP credential: its problem type (RFC 9457), one of the MPP specification's
+    /// `https://paymentauth.org/problems/…` (malformed-credential, invalid-challenge, payment-expired,
+    /// payment-insufficient, invalid-payload, verification-failed, payment-action-required).
+    #[oai(rename = "type", skip_serializing_if_is_none)]
+    pub problem_type: Option<String>,
 }
 
 /// The statuses whose envelope carries `agent_guide`.
@@ -97,11 +104,22 @@ pub struct ApiError {
     pub pay_per_call: Option<Value>,
     /// The x402 payment requirements a 402 offers.
     pub accepts: Option<Vec<crate::payments::x402::PaymentRequirements>>,
+    /// The MPP problem type of a refused credential.
+    pub problem_type: Option<String>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into(), errors: Vec::new(), signup: None, pay_per_call: None, accepts: None }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            errors: Vec::new(),
+            signup: None,
+            pay_per_call: None,
+            accepts: None,
+            problem_type: None,
+        }
     }
 
     pub fn invalid(errors: Vec<String>) -> Self {
@@ -170,6 +188,7 @@ impl ApiError {
             agent_guide: AGENT_GUIDE_STATUSES.contains(&self.status.as_u16()).then(|| super::agents::GUIDE_PATH.to_string()),
             x402_version: self.accepts.as_ref().map(|_| 1),
             accepts: self.accepts.clone(),
+            problem_type: self.problem_type.clone(),
         }
     }
 }

@@ -20,6 +20,7 @@ mod guides;
 mod health;
 mod keys;
 mod ledger;
+mod mpp;
 mod network;
 mod nexus;
 mod paid;
@@ -63,6 +64,10 @@ pub struct AppState {
     pub x402: Option<crate::payments::x402::X402>,
     /// The payment processor of subscriptions (checkout, billing events); each part off until configured.
     pub billing: Arc<crate::payments::checkout::Stripe>,
+    /// Pay per call with MPP; `None` while no challenge secret is configured.
+    pub mpp: Option<crate::payments::mpp::Mpp>,
+    /// The public base URL (LEVY_PUBLIC_URL), without a final `/`; `None`: taken from each request's Host.
+    pub public_url: Option<String>,
 }
 
 impl AppState {
@@ -99,6 +104,8 @@ impl AppState {
                 crate::payments::checkout::Stripe::from_settings(&Default::default(), &plans_for_billing)
                     .expect("with no settings the processor is off, which always builds"),
             ),
+            mpp: None,
+            public_url: None,
         }
     }
 
@@ -111,6 +118,18 @@ impl AppState {
     /// The state with the payment processor configured as `settings` say (its prices checked against the plans).
     pub fn with_billing(mut self, settings: &crate::config::Billing) -> Result<AppState, String> {
         self.billing = Arc::new(crate::payments::checkout::Stripe::from_settings(settings, &self.plans)?);
+        Ok(self)
+    }
+
+    /// The state with MPP configured as `settings` say (off without a secret), at the plans' pay-per-call price, and
+    /// the public base URL (which also names MPP's realm: its host, else `levy`).
+    pub fn with_mpp(mut self, settings: &crate::config::Mpp, public_url: Option<&str>) -> Result<AppState, String> {
+        self.public_url = public_url.map(|u| u.trim_end_matches('/').to_string());
+        let realm = public_url
+            .and_then(|u| u.split_once("://").map(|(_, rest)| rest.split('/').next().unwrap_or(rest).to_string()))
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "levy".into());
+        self.mpp = crate::payments::mpp::Mpp::from_settings(settings, self.plans.pay_per_call.price_usd_per_call, &realm)?;
         Ok(self)
     }
 

@@ -1,18 +1,20 @@
-//! Calculate calls paid per call with x402: the 402 challenge, and a payment taken through to its ledger row.
+//! Calculate calls paid per call with x402: the 402 challenge (with MPP's, `api::mpp`), and a payment taken through
+//! to its ledger row.
 //!
 //! Order: the body (400, nothing charged), then the payment's own checks against the requirements (402), the
 //! account it is recorded to (the one that linked the paying wallet, else the wallet's own), the Idempotency-Key
 //! (a replay answers the stored body and receipt, never settling again), the authorization's single-use claim
 //! (a replayed nonce is 402, on any instance), the facilitator's /verify, the determination, /settle, and the
 //! ledger row. A refusal at any step records nothing and gives the claims back; a facilitator that does not
-//! answer is 503. A payment settled whose row then cannot be written is logged: the settlement stands.
+//! answer is 503. A payment settled whose row then cannot be written is marked `unrecorded` with its receipt
+//! (`store::mpp`): the same payment sent again records the call and answers it, without settling again.
 
 use std::sync::Arc;
 
 use poem::http::StatusCode;
 use serde_json::json;
 
-use super::calculate::parse_live;
+use super::calculate::parse_paid;
 use super::context::set_header;
 use super::error::{ApiError, ErrorCode};
 use super::idempotency::{body_hash, parse_key, Begin};
@@ -23,6 +25,7 @@ use super::AppState;
 use crate::ledger::{Entry, Job, Payer, Source};
 use crate::payments::x402::{self, Payment, Refused};
 use crate::store::entity::{entity, x402_payment};
+use crate::store::mpp::Taken;
 use crate::store::wallets::PENDING;
 
 /// A payment header as sent: `X-PAYMENT` (x402 v1) or `PAYMENT-SIGNATURE` (v2).
@@ -39,8 +42,12 @@ pub fn payment_header(req: &poem::Request) -> Option<PaymentHeader> {
         .or_else(|| text("x-payment").map(|value| PaymentHeader { version: 1, value }))
 }
 
-/// The URL paid for, as the requirements name it.
-fn resource(req: &poem::Request) -> String {
+/// The URL paid for, as the requirements name it: under the configured public base URL (LEVY_PUBLIC_URL), else
+/// under the request's Host header over https.
+fn resource(public_url: Option<&str>, req: &poem::Request) -> String {
+    if let Some(base) = public_url {
+        return format!("{base}/api/v1/calculate");
+    }
     let host = req.headers().get("host").and_then(|h| h.to_str().ok()).filter(|h| !h.is_empty() && h.len() <= 255);
     match host {
         Some(h) => format!("https://{h}/api/v1/calculate"),
@@ -66,11 +73,13 @@ impl AppState {
         e
     }
 
-    /// Adds the x402 offer (and the signup block) to a 402.
+    /// Adds the ways to pay per call (x402's requirements, MPP's `WWW-Authenticate: Payment` challenge) and the
+    /// signup block to a 402, which no cache keeps (`Cache-Control: no-store`, as MPP requires).
     pub fn offer_x402(&self, e: &mut ApiError, req: &poem::Request, reason: &str) {
         if e.status != StatusCode::PAYMENT_REQUIRED {
             return;
         }
+        set_header("Cache-Control", "no-store");
         e.signup = Some(signup_block(&self.plans));
         let ppc = &self.plans.pay_per_call;
         let mut offer = json!({
@@ -81,7 +90,7 @@ impl AppState {
         });
         match &self.x402 {
             Some(x) => {
-                let url = resource(req);
+                let url = resource(self.public_url.as_deref(), req);
                 set_header("PAYMENT-REQUIRED", x.payment_required_header(&url, reason));
                 e.accepts = Some(vec![x.requirements(&url)]);
                 offer["network"] = json!(x.network.name);
@@ -93,6 +102,7 @@ impl AppState {
                 offer["note"] = json!("x402 payments are not configured on this server; sign up for a free API key instead");
             }
         }
+        offer["mpp"] = self.offer_mpp();
         e.pay_per_call = Some(offer);
     }
 
@@ -110,7 +120,7 @@ impl AppState {
     ) -> Result<String, ApiError> {
         let value = body.value()?;
         let idem = parse_key(idempotency_key)?;
-        let live = parse_live(value, "").map_err(ApiError::invalid)?;
+        let live = parse_paid(value).map_err(ApiError::invalid)?;
         let Some(x) = &self.x402 else {
             return Err(self.payment_required(
                 req,
@@ -127,6 +137,7 @@ impl AppState {
                 if let Some(receipt) = self.store.x402_receipt(&entity_id, k).await? {
                     set_header(receipt_header_name(header.version), receipt);
                 }
+                set_header("Cache-Control", "private");
                 return Ok(body);
             }
         }
@@ -173,7 +184,12 @@ impl AppState {
             receipt: None,
             created_at: now_ms,
         };
+        let header = receipt_header_name(payment.version);
         if !self.store.claim_x402_payment(claim).await? {
+            // Paid before: answered, being answered, or settled without its call recorded (then recorded now).
+            if let Some(receipt) = self.store.take_unrecorded(Taken::X402(&id)).await? {
+                return self.record_paid(job, Taken::X402(&id), header, &receipt).await;
+            }
             return Err(self.refused(
                 req,
                 Refused {
@@ -182,7 +198,7 @@ impl AppState {
                 },
             ));
         }
-        let resource = resource(req);
+        let resource = resource(self.public_url.as_deref(), req);
         let outcome = async {
             match x.verify(payment, &resource).await {
                 Ok(Ok(())) => {}
@@ -206,12 +222,35 @@ impl AppState {
             }
         };
         self.store.settle_x402_payment(&id, &receipt).await?;
-        set_header(receipt_header_name(payment.version), &receipt);
-        let recorded = self.record(job).await;
-        if let Err(e) = &recorded {
-            tracing::error!(payment = %id, entity = %entity_id, error = %e.message, "x402 payment settled but its call not recorded");
+        self.record_paid(job, Taken::X402(&id), header, &receipt).await
+    }
+
+    /// Records the call of a payment taken, and answers it with its receipt (only on success: a receipt is never
+    /// sent with an error). A call that cannot be recorded leaves the payment `unrecorded`, receipt kept, so that
+    /// the same payment sent again records and answers it without paying twice; the error says so.
+    pub(super) async fn record_paid(&self, job: Job, taken: Taken<'_>, header: &'static str, receipt: &str) -> Result<String, ApiError> {
+        let entity = job.payer.entity_id().to_string();
+        match self.record(job).await {
+            Ok(recorded) => {
+                set_header(header, receipt);
+                set_header("Cache-Control", "private");
+                Ok(recorded.response)
+            }
+            Err(e) => {
+                tracing::error!(payment = ?taken, entity = %entity, error = %e.message, "payment taken but its call not recorded; marked unrecorded");
+                if let Err(err) = self.store.mark_unrecorded(taken).await {
+                    tracing::error!(payment = ?taken, error = %err, "could not mark a payment unrecorded");
+                }
+                let status = if e.status == StatusCode::SERVICE_UNAVAILABLE { e.status } else { StatusCode::INTERNAL_SERVER_ERROR };
+                let code = if status == StatusCode::SERVICE_UNAVAILABLE { ErrorCode::DbUnavailable } else { ErrorCode::Internal };
+                Err(ApiError::new(
+                    status,
+                    code,
+                    "the payment was taken but the call could not be recorded; send the same request with the same payment \
+                     again: it is recorded and answered without a second charge",
+                ))
+            }
         }
-        recorded.map(|r| r.response)
     }
 }
 
@@ -228,28 +267,6 @@ fn facilitator_unavailable(e: x402::Unavailable) -> ApiError {
 /// email is under the reserved `.invalid` domain (RFC 2606) and it has no password, so no one logs in to it.
 fn wallet_account(payer: &str, now_ms: i64) -> entity::Model {
     let digest = crate::security::sha256_hex(payer.as_bytes());
-    entity::Model {
-        id: format!("ent_w{}", &digest[..32]),
-        email: format!("{payer}@wallet.invalid"),
-        password_hash: "!".into(),
-        agent_name: "x402 payer".into(),
-        agent_work_type: "compute".into(),
-        agent_description: format!("the wallet {payer}, paying per call with x402"),
-        company_name: String::new(),
-        state: String::new(),
-        ein_ciphertext: None,
-        est_volume: String::new(),
-        join_network: false,
-        network_visibility: "private".into(),
-        utm: "{}".into(),
-        plan: crate::plans::DEFAULT_PLAN.into(),
-        gains_plan: crate::plans::DEFAULT_PLAN.into(),
-        plan_status: crate::billing::Standing::ACTIVE.into(),
-        past_due_since: None,
-        tax_subscription: None,
-        gains_subscription: None,
-        billing_customer: None,
-        nexus_configured: false,
-        created_at: now_ms,
-    }
+    let description = format!("the wallet {payer}, paying per call with x402");
+    entity::Model::payer_account(format!("ent_w{}", &digest[..32]), format!("{payer}@wallet.invalid"), "x402 payer", description, now_ms)
 }

@@ -57,23 +57,35 @@ impl FullText {
     /// The body's text with these members, and `extra` string members (the API's transaction_id, timestamp,
     /// …) at the end.
     pub fn with(&self, det: &Determination, tracking: Option<&Tracking1099>, advisories: &[Advisory], extra: &[(&str, &str)]) -> String {
-        joined([&self.head, &self.middle, &tail_with(&self.tail, extra)], &settled(det, tracking, advisories))
+        joined([&self.head, &self.middle, &tail_with(&self.tail, extra, None)], &settled(det, tracking, advisories))
     }
 
     /// The three fixed pieces, `extra` string members ending the last: `{` and the members before
     /// `tracking_1099`; those between it and `advisories`; those after, and `}`.
     pub fn into_fixed(self, extra: &[(&str, &str)]) -> [String; 3] {
-        let tail = tail_with(&self.tail, extra);
+        self.into_fixed_with(extra, None)
+    }
+
+    /// [`FullText::into_fixed`], and after `extra` an `upgrade` object of string members if given.
+    pub fn into_fixed_with(self, extra: &[(&str, &str)], upgrade: Option<&[(&str, &str)]>) -> [String; 3] {
+        let tail = tail_with(&self.tail, extra, upgrade);
         [self.head, self.middle, tail]
     }
 }
 
-fn tail_with(tail: &str, extra: &[(&str, &str)]) -> String {
-    let mut s = String::with_capacity(tail.len() + 256);
+fn tail_with(tail: &str, extra: &[(&str, &str)], upgrade: Option<&[(&str, &str)]>) -> String {
+    let mut s = String::with_capacity(tail.len() + 512);
     s.push_str(tail);
     let mut o = Obj { out: &mut s, empty: false };
     for (k, v) in extra {
         o.put(k, v);
+    }
+    if let Some(upgrade) = upgrade {
+        o.obj("upgrade", |o| {
+            for (k, v) in upgrade {
+                o.put(k, v);
+            }
+        });
     }
     o.close();
     s

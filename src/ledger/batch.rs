@@ -124,9 +124,13 @@ struct Prepared {
 
 /// Determines an entry of the account's with the nexus given, renders it with the API's members, its 1099 parts
 /// left to settle, and packs the rest.
-fn prepare(registry: &Registry, now_ms: i64, payer: &Payer, nexus: Nexus, entry: &Entry) -> Result<Prepared, Refusal> {
+///
+/// A call paid per call (x402, MPP) answers with the spec's `upgrade` member, and may state its own nexus
+/// (`nexus_override`, which only such calls get past validation): then it is determined with that nexus.
+fn prepare(registry: &Registry, plans: &Plans, now_ms: i64, payer: &Payer, nexus: Nexus, entry: &Entry) -> Result<Prepared, Refusal> {
     let entity_id = payer.entity_id();
-    let input = Input { request: &entry.request, nexus: (*nexus).as_ref(), vendor_ytd: None, as_of: day(now_ms) };
+    let stated = entry.request.nexus_override.as_ref();
+    let input = Input { request: &entry.request, nexus: stated.or((*nexus).as_ref()), vendor_ytd: None, as_of: day(now_ms) };
     let det = determine(registry, &input).map_err(|err| engine_refusal(err, &entry.prefix))?;
     let id = new_ordered_id("tx", now_ms);
     let extra = [
@@ -136,9 +140,15 @@ fn prepare(registry: &Registry, now_ms: i64, payer: &Payer, nexus: Nexus, entry:
         ("mode", payer.mode()),
         ("api_version", API_VERSION),
     ];
-    let fixed = FullText::new(&det).into_fixed(&extra);
+    let free_tier = payer.key_id().is_none().then(|| plans.free_allowance());
+    let upgrade = free_tier.as_deref().map(|f| [("message", PER_CALL_UPGRADE), ("signup", "/api/v1/auth/signup"), ("free_tier", f)]);
+    let fixed = FullText::new(&det).into_fixed_with(&extra, upgrade.as_ref().map(|u| &u[..]));
     Ok(Prepared { nexus, det, id, fixed })
 }
+
+/// The `upgrade` message of a call paid per call.
+const PER_CALL_UPGRADE: &str =
+    "Paid per call. A free API key answers the same way with a monthly allowance, stores your nexus and keeps your 1099 totals across calls.";
 
 /// An engine failure as the job's refusal: the caller's input, or not.
 fn engine_refusal(err: EngineError, prefix: &str) -> Refusal {
@@ -379,7 +389,7 @@ impl Ledger {
         let nexus = self.nexus_seen.get(&entity_id).unwrap_or_default();
         let mut errors = Vec::new();
         for entry in &mut job.entries {
-            entry.prepared = match prepare(&self.registry, job.now_ms, &job.payer, nexus.clone(), entry) {
+            entry.prepared = match prepare(&self.registry, &self.plans, job.now_ms, &job.payer, nexus.clone(), entry) {
                 Ok(p) => Some(p),
                 Err(Refusal::Input(e)) => {
                     errors.extend(e);
@@ -553,7 +563,7 @@ impl Ledger {
             let redone;
             let prepared = match &entry.prepared {
                 Some(p) if *p.nexus == *account_nexus => p,
-                _ => match prepare(&self.registry, job.now_ms, &job.payer, account_nexus, entry) {
+                _ => match prepare(&self.registry, &self.plans, job.now_ms, &job.payer, account_nexus, entry) {
                     Ok(p) => {
                         redone = p;
                         &redone

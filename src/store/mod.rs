@@ -9,6 +9,7 @@ pub mod group;
 pub mod idempotency;
 pub mod ledger;
 pub mod limits;
+pub mod mpp;
 pub mod network;
 pub mod nexus;
 pub mod prepared;

@@ -151,7 +151,10 @@ async fn guide_states_auth_limits_errors_and_retries(app: TestApp) {
     // Credentials, including what is not accepted yet.
     assert!(guide.contains("API key: header X-API-Key: <API_KEY>, or Authorization: Bearer <API_KEY>"));
     assert!(guide.contains("NOT ACCEPTED by this server: no payee is configured (LEVY_X402_PAYEE)"), "{guide}");
-    assert!(guide.contains("MPP (machine payments through a payment processor): NOT YET ACCEPTED"));
+    assert!(
+        guide.contains("MPP (machine payments through a payment processor): NOT ACCEPTED by this server: no challenge secret"),
+        "{guide}"
+    );
     assert!(guide.contains("POST /api/v1/calculate  [calculate; credentials: API key, or none (demo)]"), "{guide}");
     assert!(guide.contains("GET /api/v1/auth/me  [me; credentials: session token]"));
     assert!(guide.contains("GET /api/v1/pricing  [pricing; credentials: none]"));

@@ -122,6 +122,14 @@ impl Reply {
     }
 }
 
+/// The pay-per-call settings of an instance.
+#[derive(Clone, Default)]
+pub struct Payments {
+    pub x402: levy::config::X402,
+    pub mpp: levy::config::Mpp,
+    pub public_url: Option<String>,
+}
+
 pub struct Account {
     pub key: String,
     pub entity_id: String,
@@ -166,8 +174,16 @@ impl TestApp {
     /// An instance taking x402 payments as `x402` says, its clock at the real time (the x402 client library
     /// signs authorizations valid from the real time).
     pub async fn start_x402(backend: Backend, limits: Limits, x402: &levy::config::X402) -> Option<TestApp> {
+        let pay = Payments { x402: x402.clone(), ..Default::default() };
         let db = Arc::new(Db::fresh(backend).await?);
-        Some(TestApp::build_with(db, backend, Clock::fixed(Utc::now()), limits, registry(), None, x402).await)
+        Some(TestApp::build_with(db, backend, Clock::fixed(Utc::now()), limits, registry(), None, &pay).await)
+    }
+
+    /// An instance taking payments as `pay` says, on `plans` (`None`: the compiled-in plans), its clock at the real
+    /// time.
+    pub async fn start_paid(backend: Backend, limits: Limits, plans: Option<levy::plans::Plans>, pay: &Payments) -> Option<TestApp> {
+        let db = Arc::new(Db::fresh(backend).await?);
+        Some(TestApp::build_with(db, backend, Clock::fixed(Utc::now()), limits, registry(), plans.map(Arc::new), pay).await)
     }
 
     async fn build(db: Arc<Db>, backend: Backend, clock: Clock, limits: Limits, rules: Arc<Registry>) -> TestApp {
@@ -182,7 +198,7 @@ impl TestApp {
         limits: Limits,
         rules: Arc<Registry>,
         plans: Option<Arc<levy::plans::Plans>>,
-        x402: &levy::config::X402,
+        pay: &Payments,
     ) -> TestApp {
         let store = db.store().await;
         store.migrate().await.unwrap();
@@ -190,7 +206,7 @@ impl TestApp {
             Some(plans) => AppState::with_plans(store, rules, plans, clock.clone(), limits, test_data_key()),
             None => AppState::new(store, rules, clock.clone(), limits, test_data_key()),
         };
-        TestApp::serving(state.with_x402(x402).unwrap(), clock, backend, db)
+        TestApp::serving(state.with_x402(&pay.x402).unwrap().with_mpp(&pay.mpp, pay.public_url.as_deref()).unwrap(), clock, backend, db)
     }
 
     /// An instance on a fresh database, with default limits and plans, whose state `configure` finishes (a payment

@@ -21,6 +21,7 @@ mod ingest;
 mod limits;
 mod listing;
 mod migrations;
+mod mpp;
 mod network;
 mod nexus;
 mod pricing;

@@ -179,6 +179,10 @@ async fn x402_payment_is_settled_recorded_and_attributed(backend: Backend) {
     let settled = f.settlements().await;
     assert_eq!(settled.len(), 1);
     assert_eq!(settled[0]["value"], json!("5000"));
+    // The spec's upgrade member, on a paid answer; a paid answer is for its payer only.
+    assert_eq!(r.json["upgrade"]["signup"], json!("/api/v1/auth/signup"));
+    assert_eq!(r.json["upgrade"]["free_tier"], json!("1,500 calls per month"));
+    assert_eq!(r.header("Cache-Control").as_deref(), Some("private"));
     assert!(settled[0]["to"].as_str().unwrap().eq_ignore_ascii_case(PAYEE));
     assert_eq!(app.ledger_rows(&a.entity_id).await, 1);
 
@@ -335,6 +339,46 @@ async fn twenty_parallel_calls_with_one_payment_settle_once(backend: Backend) {
     assert_eq!(app.ledger_rows(&entity).await, 1);
 }
 
+/// With a public base URL configured, the requirements name the resource under it, whatever the Host header says.
+/// A paid call may state its nexus. A payment settled whose call the database then refuses is kept `unrecorded`
+/// with its receipt, and the same payment sent again is recorded and answered without settling again.
+async fn settled_but_unrecorded_payment_is_answered_on_retry(backend: Backend) {
+    let f = Facilitator::start();
+    let pay_settings =
+        crate::harness::Payments { x402: settings(&f.url), public_url: Some("https://levy.example".into()), ..Default::default() };
+    let Some(app) = TestApp::start_paid(backend, Limits { demo_per_day: 1, ..Limits::default() }, None, &pay_settings).await else {
+        return;
+    };
+    let c = challenge(&app).await;
+    assert_eq!(c.status, 402, "{}", c.text);
+    assert_eq!(c.json["accepts"][0]["resource"], json!("https://levy.example/api/v1/calculate"));
+    assert_eq!(decode(&c.header("PAYMENT-REQUIRED").unwrap())["resource"]["url"], json!("https://levy.example/api/v1/calculate"));
+    let header = pay(KEY_B, &[], &c.json);
+    let mut stated = sale();
+    stated["nexus_override"] = json!({"TX": {"hasNexus": true}});
+    crate::mpp::refuse_ledger_rows(&app, true).await;
+    let r = send_with_host(&app, &header, &stated).await;
+    assert!(r.status == 500 || r.status == 503, "{} {}", r.status, r.text);
+    assert!(r.json["error"].as_str().unwrap().contains("the payment was taken"), "{}", r.text);
+    assert!(r.header("X-PAYMENT-RESPONSE").is_none());
+    assert_eq!(f.settlements().await.len(), 1);
+    crate::mpp::refuse_ledger_rows(&app, false).await;
+    let r = send_with_host(&app, &header, &stated).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json["mode"], json!("x402"));
+    // The wallet's account stores no nexus; the call stated it: 6.60.
+    assert_eq!(num(&r.json["total_tax"]), 6.6);
+    assert!(r.header("X-PAYMENT-RESPONSE").is_some());
+    assert_eq!(f.settlements().await.len(), 1, "not settled again");
+    assert_eq!(app.ledger_rows(r.json["entity_id"].as_str().unwrap()).await, 1);
+}
+
+/// A paid call sent with a Host header of its own.
+async fn send_with_host(app: &TestApp, header: &(String, String), body: &Value) -> Reply {
+    let headers = [(header.0.as_str(), header.1.as_str()), ("Host", "elsewhere.example")];
+    app.request("POST", "/api/v1/calculate", None, &headers, Some(&body.to_string())).await
+}
+
 /// Runs each scenario on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set.
 macro_rules! on_both_paid {
     ($($name:ident),+ $(,)?) => {
@@ -363,5 +407,6 @@ on_both_paid!(
     refused_payments_record_nothing,
     facilitator_down_is_503_and_records_nothing,
     idempotent_replay_returns_the_stored_answer_and_receipt,
-    twenty_parallel_calls_with_one_payment_settle_once
+    twenty_parallel_calls_with_one_payment_settle_once,
+    settled_but_unrecorded_payment_is_answered_on_retry
 );

@@ -143,7 +143,8 @@ pub struct CalculateRequest {
     pub description: Option<String>,
     #[oai(validator(max_length = 200))]
     pub exemption_certificate: Option<String>,
-    /// Demo calls only (keyed live calls use the account's stored nexus and reject this field): state → {hasNexus}.
+    /// Demo calls and calls paid per call (x402, MPP) only; keyed calls use the account's stored nexus and reject
+    /// this field: state → {hasNexus}.
     pub nexus_override: Option<super::param::StateMap<NexusOverrideEntry>>,
     /// Demo calls only: the counterparty's year-to-date payments before this one (at least 0).
     #[oai(validator(minimum(value = "0")))]
@@ -361,14 +362,14 @@ pub struct AuditTrail {
     pub policy_references: Vec<Obj>,
 }
 
-/// The full answer (calls with an API key).
+/// The full answer (calls with an API key, or paid per call with x402 or MPP).
 #[derive(Object)]
 pub struct FullCalculation {
     /// Always true on success.
     pub success: bool,
     /// The tax engine version (1.5).
     pub engine_version: String,
-    /// live for API-key calls.
+    /// live (an API key), x402 or mpp (paid per call, no key).
     pub mode: String,
     /// The response format version.
     pub api_version: String,
@@ -463,9 +464,12 @@ pub struct FullCalculation {
     /// Taxes that apply without the seller's nexus (e.g. the Chicago lease tax).
     pub special_taxes: Option<Vec<Value>>,
     pub audit_trail: Option<AuditTrail>,
+    /// On calls paid per call (mode x402 or mpp): what an API key adds, where to sign up, and the free plan's
+    /// allowance. Absent with an API key.
+    pub upgrade: Option<Upgrade>,
 }
 
-/// How to move past the demo.
+/// How to move past the demo, or past paying per call.
 #[derive(Object)]
 pub struct Upgrade {
     /// What to do.

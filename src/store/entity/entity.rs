@@ -37,6 +37,38 @@ pub struct Model {
     pub created_at: i64,
 }
 
+impl Model {
+    /// The account that stands for a payer paying per call with no account of its own (an x402 wallet, an MPP
+    /// challenge): its email under the reserved `.invalid` domain (RFC 2606), no password (nobody logs in to it),
+    /// private, on the free plans.
+    pub fn payer_account(id: String, email: String, agent_name: &str, agent_description: String, now_ms: i64) -> Model {
+        Model {
+            id,
+            email,
+            password_hash: "!".into(),
+            agent_name: agent_name.into(),
+            agent_work_type: "compute".into(),
+            agent_description,
+            company_name: String::new(),
+            state: String::new(),
+            ein_ciphertext: None,
+            est_volume: String::new(),
+            join_network: false,
+            network_visibility: "private".into(),
+            utm: "{}".into(),
+            plan: crate::plans::DEFAULT_PLAN.into(),
+            gains_plan: crate::plans::DEFAULT_PLAN.into(),
+            plan_status: crate::billing::Standing::ACTIVE.into(),
+            past_due_since: None,
+            tax_subscription: None,
+            gains_subscription: None,
+            billing_customer: None,
+            nexus_configured: false,
+            created_at: now_ms,
+        }
+    }
+}
+
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
 pub enum Relation {}
 

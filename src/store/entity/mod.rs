@@ -9,6 +9,7 @@ pub mod disposition;
 pub mod entity;
 pub mod idempotency;
 pub mod lot;
+pub mod mpp_payment;
 pub mod network_event;
 pub mod network_profile;
 pub mod nexus_state;
