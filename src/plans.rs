@@ -111,6 +111,14 @@ pub struct PayPerCall {
     pub notes: String,
 }
 
+/// Paying for each call with MPP (the `Payment` HTTP authentication scheme, Stripe's charge method).
+#[derive(Clone, Debug)]
+pub struct MppPrice {
+    /// USD per call: a whole number of cents (the charge method charges cents).
+    pub price_usd_per_call: Decimal,
+    pub notes: String,
+}
+
 /// Everything `rules/plans.yaml` says, checked.
 #[derive(Clone, Debug)]
 pub struct Plans {
@@ -123,6 +131,7 @@ pub struct Plans {
     /// In the file's order; holds [`DEFAULT_PLAN`].
     pub tiers: Vec<Plan>,
     pub pay_per_call: PayPerCall,
+    pub mpp: MppPrice,
 }
 
 impl Plans {
@@ -204,7 +213,7 @@ pub fn thousands(n: i64) -> String {
     out
 }
 
-const TOP: &[&str] = &["schema_version", "updated_at", "cite", "currency", "billing_provider", "docs", "tiers", "pay_per_call"];
+const TOP: &[&str] = &["schema_version", "updated_at", "cite", "currency", "billing_provider", "docs", "tiers", "pay_per_call", "mpp"];
 const TIER: &[&str] = &[
     "id",
     "name",
@@ -295,6 +304,7 @@ fn plans(node: &Node, x402: &X402, d: &mut Diags) -> Option<Plans> {
         }
     }
     let pay_per_call = f.req("pay_per_call", FILE, d).and_then(|n| pay_per_call(n, x402, d));
+    let mpp = f.req("mpp", FILE, d).and_then(|n| mpp_price(n, d));
     Some(Plans {
         schema_version: schema_version?,
         updated_at: updated_at?,
@@ -304,6 +314,7 @@ fn plans(node: &Node, x402: &X402, d: &mut Diags) -> Option<Plans> {
         docs: docs?,
         tiers: tiers.into_iter().map(|(p, _)| p).collect(),
         pay_per_call: pay_per_call?,
+        mpp: mpp?,
     })
 }
 
@@ -382,6 +393,22 @@ fn tier(node: &Node, d: &mut Diags) -> Option<Plan> {
         features,
         contact,
     })
+}
+
+fn mpp_price(node: &Node, d: &mut Diags) -> Option<MppPrice> {
+    let f = Fields::of(node, "mpp", &["price_usd_per_call", "notes"], d)?;
+    let price = usd(&f, "price_usd_per_call", "mpp", false, d).flatten();
+    if let (Some(p), Some(n)) = (price, f.get("price_usd_per_call")) {
+        if p.is_zero() || (p * Decimal::ONE_HUNDRED).fract() != Decimal::ZERO {
+            d.push(
+                Diagnostic::error("R706", Some(&n.span), format!("the MPP price must be a whole number of cents above 0, found {p}"))
+                    .with_help("Stripe's charge method charges an integer amount in the currency's smallest unit (cents for USD)"),
+            );
+            return None;
+        }
+    }
+    let notes = f.req_str("notes", "mpp", d);
+    Some(MppPrice { price_usd_per_call: price?, notes: notes? })
 }
 
 fn pay_per_call(node: &Node, x402: &X402, d: &mut Diags) -> Option<PayPerCall> {

@@ -266,9 +266,8 @@ pub fn guide(doc: &str, state: &AppState) -> String {
     match &state.mpp {
         Some(m) => {
             line(&format!(
-                "  MPP (machine payments through a payment processor, POST /api/v1/calculate): {} USD per call (amount {}, in",
-                ppc.price_usd_per_call.normalize(),
-                m.amount
+                "  MPP (machine payments through a payment processor, POST /api/v1/calculate): {:.2} USD per call (amount {}, in",
+                plans.mpp.price_usd_per_call, m.amount
             ));
             line("    cents of usd), the Payment HTTP authentication scheme with Stripe's charge method. A call without payment");
             line("    past the demo's cap is 402 with WWW-Authenticate: Payment id, realm, method \"stripe\", intent \"charge\",");
@@ -313,7 +312,11 @@ pub fn guide(doc: &str, state: &AppState) -> String {
     for p in &plans.tiers {
         line(&allowance(p));
     }
-    line(&format!("  Pay per call (x402, MPP): no call cap; {} USD per call.", ppc.price_usd_per_call.normalize()));
+    line(&format!(
+        "  Pay per call: no call cap; x402 {} USD per call, MPP {:.2} USD per call (Stripe's smallest charge).",
+        ppc.price_usd_per_call.normalize(),
+        plans.mpp.price_usd_per_call
+    ));
     line("");
     line("ERROR CODES (the envelope: success false, code, error, request_id, errors per field; branch on code)");
     for l in error_codes(&doc) {

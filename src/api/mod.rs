@@ -129,7 +129,7 @@ impl AppState {
             .and_then(|u| u.split_once("://").map(|(_, rest)| rest.split('/').next().unwrap_or(rest).to_string()))
             .filter(|h| !h.is_empty())
             .unwrap_or_else(|| "levy".into());
-        self.mpp = crate::payments::mpp::Mpp::from_settings(settings, self.plans.pay_per_call.price_usd_per_call, &realm)?;
+        self.mpp = crate::payments::mpp::Mpp::from_settings(settings, self.plans.mpp.price_usd_per_call, &realm)?;
         Ok(self)
     }
 

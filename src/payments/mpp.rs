@@ -144,7 +144,7 @@ impl Mpp {
         let network_id = s.stripe_network_id.clone().ok_or("LEVY_MPP_SECRET is set but LEVY_MPP_STRIPE_NETWORK_ID is not")?;
         let amount = cents(price_usd).ok_or_else(|| {
             format!(
-                "LEVY_MPP_SECRET is set but the pay-per-call price ({price_usd} USD, rules/plans.yaml) is not a whole number of \
+                "LEVY_MPP_SECRET is set but the MPP price ({price_usd} USD, `mpp` in rules/plans.yaml) is not a whole number of \
                  cents, which is what the Stripe charge method charges; set a price in whole cents or leave MPP off"
             )
         })?;

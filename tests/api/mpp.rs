@@ -4,8 +4,7 @@
 //! and creates PaymentIntents with their usage limits, single use, declines and Idempotency-Key replays as Stripe
 //! describes them. Both run in the Python venv named by LEVY_X402_VENV (.ci/run installs pympp there).
 //!
-//! A Stripe charge is in whole cents, and the shipped price of a call (0.005 USD) is not: these instances run on a
-//! copy of the plans file whose pay-per-call price is 0.01 USD, one cent.
+//! A call paid this way costs the plans file's `mpp` price, 0.50 USD (50 cents, Stripe's smallest charge).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -82,15 +81,6 @@ impl Drop for Stripe {
     }
 }
 
-/// The plans file with a call at one cent.
-fn cent_plans() -> levy::plans::Plans {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("rules/plans.yaml")).unwrap();
-    assert_eq!(text.matches("price_usd_per_call: 0.005").count(), 1);
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("plans.yaml"), text.replace("price_usd_per_call: 0.005", "price_usd_per_call: 0.01")).unwrap();
-    levy::plans::Plans::configured(Some(dir.path()), &Default::default()).unwrap()
-}
-
 fn payments(stripe: &str) -> Payments {
     Payments {
         mpp: Mpp {
@@ -106,7 +96,7 @@ fn payments(stripe: &str) -> Payments {
 
 /// An instance whose demo allows one call a day, so that the second keyless call gets the 402.
 async fn paid_app(backend: Backend, stripe: &str) -> Option<TestApp> {
-    TestApp::start_paid(backend, Limits { demo_per_day: 1, ..Limits::default() }, Some(cent_plans()), &payments(stripe)).await
+    TestApp::start_paid(backend, Limits { demo_per_day: 1, ..Limits::default() }, None, &payments(stripe)).await
 }
 
 /// 100 into Austin, Texas (78701), SaaS by default: taxed on 80% at 6.25% state and 2% local, 6.60 with nexus.
@@ -178,7 +168,7 @@ async fn mpp_payment_is_charged_recorded_and_answered(backend: Backend) {
     let Some(app) = paid_app(backend, &stripe.url).await else { return };
     let guide = app.get("/api/v1/agents", None).await.text;
     assert!(
-        guide.contains("MPP (machine payments through a payment processor, POST /api/v1/calculate): 0.01 USD per call (amount 1"),
+        guide.contains("MPP (machine payments through a payment processor, POST /api/v1/calculate): 0.50 USD per call (amount 50"),
         "{guide}"
     );
     assert!(guide.contains("The answer has mode \"mpp\" and its receipt in Payment-Receipt."), "{guide}");
@@ -189,11 +179,11 @@ async fn mpp_payment_is_charged_recorded_and_answered(backend: Backend) {
     assert!(www.starts_with("Payment id=\"") && www.contains("method=\"stripe\"") && www.contains("intent=\"charge\""), "{www}");
     assert!(www.contains("realm=\"levy.example\""), "{www}");
     let offer = &c.json["pay_per_call"]["mpp"];
-    assert_eq!((offer["amount"].as_str(), offer["currency"].as_str()), (Some("1"), Some("usd")), "{}", c.text);
+    assert_eq!((offer["amount"].as_str(), offer["currency"].as_str()), (Some("50"), Some("usd")), "{}", c.text);
     let request = decode(www.split("request=\"").nth(1).unwrap().split('"').next().unwrap());
     assert_eq!(
         request,
-        json!({"amount": "1", "currency": "usd", "description": "One US sales/use tax determination (POST /api/v1/calculate)",
+        json!({"amount": "50", "currency": "usd", "description": "One US sales/use tax determination (POST /api/v1/calculate)",
                "methodDetails": {"networkId": NETWORK_ID, "paymentMethodTypes": ["card"]}})
     );
 
@@ -210,7 +200,7 @@ async fn mpp_payment_is_charged_recorded_and_answered(backend: Backend) {
     let intents = stripe.intents().await;
     assert_eq!(intents.len(), 1);
     assert_eq!(receipt["reference"], intents[0]["id"]);
-    assert_eq!((intents[0]["amount"].as_i64(), intents[0]["currency"].as_str()), (Some(1), Some("usd")));
+    assert_eq!((intents[0]["amount"].as_i64(), intents[0]["currency"].as_str()), (Some(50), Some("usd")));
     let challenge_id = www.split("id=\"").nth(1).unwrap().split('"').next().unwrap();
     assert_eq!(intents[0]["metadata"]["challenge_id"], json!(challenge_id));
     // The spec's upgrade member, on a paid answer.
@@ -260,7 +250,7 @@ async fn refused_credentials_record_nothing(backend: Backend) {
     let Some(app) = paid_app(backend, &stripe.url).await else { return };
     let c = challenge(&app).await;
     assert_eq!(c.status, 402, "{}", c.text);
-    let request = json!({"amount": "1", "currency": "usd", "methodDetails": {"networkId": NETWORK_ID, "paymentMethodTypes": ["card"]}});
+    let request = json!({"amount": "50", "currency": "usd", "methodDetails": {"networkId": NETWORK_ID, "paymentMethodTypes": ["card"]}});
 
     // The challenge's request altered (amount 0), its id left as issued: not the challenge this server issued.
     let mut cheaper = request.clone();
@@ -317,7 +307,7 @@ async fn processor_down_is_503_and_records_nothing(backend: Backend) {
     assert_eq!(ledger_rows(&app).await, 0);
 
     // The credential was not spent: another instance (same secret) whose Stripe answers takes it.
-    let up = TestApp::start_paid(backend, Limits::default(), Some(cent_plans()), &payments(&stripe.url)).await.unwrap();
+    let up = TestApp::start_paid(backend, Limits::default(), None, &payments(&stripe.url)).await.unwrap();
     let r = paid(&up, &authorization, Some("down-1"), &sale()).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(stripe.succeeded().await, 1);
@@ -429,42 +419,9 @@ async fn mpp_off_says_so(backend: Backend) {
     let r = paid(&app, "Payment eyJ9", None, &sale()).await;
     assert_eq!((r.status, r.code()), (402, "PAYMENT_REQUIRED"), "{}", r.text);
     assert!(r.json["error"].as_str().unwrap().contains("MPP payments are not configured"), "{}", r.text);
-    // With the shipped price (half a cent), MPP cannot be configured: Stripe charges whole cents.
-    let state = levy::api::AppState::new(
-        app.state.store.clone(),
-        crate::harness::registry(),
-        app.clock.clone(),
-        Limits::default(),
-        levy::security::DataKey::generate(),
-    );
-    let err = state.with_mpp(&payments("http://127.0.0.1:9").mpp, None).err().unwrap();
-    assert!(err.contains("not a whole number of cents"), "{err}");
 }
 
-/// Runs each scenario on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set.
-macro_rules! on_both_mpp {
-    ($($name:ident),+ $(,)?) => {
-        $(
-            mod $name {
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn sqlite() {
-                    super::$name(crate::harness::Backend::Sqlite).await;
-                }
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn postgres() {
-                    if std::env::var("TEST_DATABASE_URL").is_err() {
-                        eprintln!("TEST_DATABASE_URL not set: PostgreSQL run skipped");
-                        return;
-                    }
-                    super::$name(crate::harness::Backend::Postgres).await;
-                }
-            }
-        )+
-    };
-}
-
-on_both_mpp!(
+crate::on_each_backend!(
     mpp_payment_is_charged_recorded_and_answered,
     refused_credentials_record_nothing,
     processor_down_is_503_and_records_nothing,

@@ -210,6 +210,9 @@ fn plans_file_errors_are_located_diagnostics() {
     assert!(out.contains("error[R702]: tier `pro` is listed twice"), "{out}");
     let out = diagnostics(&text.replacen("billing_provider: stripe", "billing_provider: paddle", 1));
     assert!(out.contains("error[R705]: `billing_provider` must be `stripe`, found `paddle`"), "{out}");
+    // MPP is charged in whole cents (Stripe's charge method): half a cent is refused where the file is read.
+    let out = diagnostics(&text.replacen("price_usd_per_call: 0.50", "price_usd_per_call: 0.005", 1));
+    assert!(out.contains("error[R706]: the MPP price must be a whole number of cents above 0, found 0.005"), "{out}");
 
     // The shipped file and the compiled-in one load clean.
     assert!(Plans::configured(Some(plans_dir(&text).path()), &X402::default()).is_ok());

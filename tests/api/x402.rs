@@ -379,30 +379,7 @@ async fn send_with_host(app: &TestApp, header: &(String, String), body: &Value) 
     app.request("POST", "/api/v1/calculate", None, &headers, Some(&body.to_string())).await
 }
 
-/// Runs each scenario on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set.
-macro_rules! on_both_paid {
-    ($($name:ident),+ $(,)?) => {
-        $(
-            mod $name {
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn sqlite() {
-                    super::$name(crate::harness::Backend::Sqlite).await;
-                }
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn postgres() {
-                    if std::env::var("TEST_DATABASE_URL").is_err() {
-                        eprintln!("TEST_DATABASE_URL not set: PostgreSQL run skipped");
-                        return;
-                    }
-                    super::$name(crate::harness::Backend::Postgres).await;
-                }
-            }
-        )+
-    };
-}
-
-on_both_paid!(
+crate::on_each_backend!(
     x402_payment_is_settled_recorded_and_attributed,
     refused_payments_record_nothing,
     facilitator_down_is_503_and_records_nothing,
