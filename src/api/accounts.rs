@@ -189,22 +189,19 @@ fn parse_signup(value: &Value, state: &AppState, now: i64) -> Result<Signup, Api
     let id = new_id("ent");
     let agent_id = new_id("agt");
     // Joining the network: the first agent's profile, under its agent id, with what the signup says of it.
-    let profile = join_network.then(|| crate::store::entity::network_profile::Model {
-        agent_id: agent_id.clone(),
-        entity_id: id.clone(),
-        entity_name: if company.is_empty() { agent_name.clone() } else { company.clone() },
-        entity_state: st.clone(),
-        visibility: visibility.clone(),
-        description: description.clone(),
-        work_type: Some(work_type.clone()),
-        principal_legal_name: None,
-        principal_entity_type: None,
-        principal_state: None,
-        principal_ein_last4: None,
-        principal_contact_email: None,
-        principal_is_business: None,
-        created_at: now,
-        updated_at: now,
+    let profile = join_network.then(|| {
+        let name = if company.is_empty() { agent_name.clone() } else { company.clone() };
+        let (state, work) = (st.clone(), Some(work_type.clone()));
+        crate::store::entity::network_profile::Model::new(
+            agent_id.clone(),
+            id.clone(),
+            name,
+            state,
+            visibility.clone(),
+            description.clone(),
+            work,
+            now,
+        )
     });
     Ok(Signup {
         password,

@@ -101,23 +101,16 @@ pub fn parse_profile(value: &Value, entity_id: &str, now_ms: i64) -> Result<netw
     let visibility = c.one_of(obj, "visibility", false, &[PUBLIC, PRIVATE]).unwrap_or_else(|| PUBLIC.into());
     let description = c.text(obj, "description", false, 0, 2000).unwrap_or_default();
     let work_type = c.one_of(obj, "work_type", false, &WORK_TYPES);
-    let mut row = network_profile::Model {
-        agent_id: String::new(),
-        entity_id: entity_id.to_string(),
-        entity_name: String::new(),
-        entity_state: String::new(),
+    let mut row = network_profile::Model::new(
+        String::new(),
+        entity_id.to_string(),
+        String::new(),
+        String::new(),
         visibility,
         description,
         work_type,
-        principal_legal_name: None,
-        principal_entity_type: None,
-        principal_state: None,
-        principal_ein_last4: None,
-        principal_contact_email: None,
-        principal_is_business: None,
-        created_at: now_ms,
-        updated_at: now_ms,
-    };
+        now_ms,
+    );
     match obj.get("principal") {
         None | Some(Value::Null) => {}
         Some(Value::Object(p)) => {

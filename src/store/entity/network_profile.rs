@@ -24,6 +24,39 @@ pub struct Model {
     pub updated_at: i64,
 }
 
+impl Model {
+    /// A profile saved at `now_ms` without a principal (the principal's fields are set apart).
+    #[allow(clippy::too_many_arguments, reason = "one argument per column a profile always has")]
+    pub fn new(
+        agent_id: String,
+        entity_id: String,
+        entity_name: String,
+        entity_state: String,
+        visibility: String,
+        description: String,
+        work_type: Option<String>,
+        now_ms: i64,
+    ) -> Model {
+        Model {
+            agent_id,
+            entity_id,
+            entity_name,
+            entity_state,
+            visibility,
+            description,
+            work_type,
+            principal_legal_name: None,
+            principal_entity_type: None,
+            principal_state: None,
+            principal_ein_last4: None,
+            principal_contact_email: None,
+            principal_is_business: None,
+            created_at: now_ms,
+            updated_at: now_ms,
+        }
+    }
+}
+
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
 pub enum Relation {}
 
