@@ -15,7 +15,7 @@ use super::context::client_ip;
 use super::error::ApiError;
 use super::payload::{JsonBody, JsonText};
 use super::schema::network::{DirectoryAnswer, FeedPage, NetworkProfileRequest, NetworkProfileResponse};
-use super::schema::param::{AgentIdParam, PageNumber, Param, ShortText, MAX_PAGE};
+use super::schema::param::{AgentIdParam, PageNumber, Param, ShortText, WorkTypeFilter, MAX_PAGE};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::engine::request::agent_id_chars;
@@ -277,7 +277,7 @@ impl NetworkApi {
         &self,
         agent_id: Query<Option<Param<AgentIdParam>>>,
         /// A work type (compute, research, …); any other value is ignored.
-        work_type: Query<Option<Param<ShortText>>>,
+        work_type: Query<Option<Param<WorkTypeFilter>>>,
         /// Text to find in the agent id, the entity name or the description (any case).
         search: Query<Option<Param<ShortText>>>,
         page: Query<Option<Param<PageNumber>>>,

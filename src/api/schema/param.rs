@@ -314,3 +314,8 @@ documented!(
         ..MetaSchema::new("string")
     }
 );
+
+documented!(
+    /// A work type (compute, research, …) to keep; any other value is ignored, as if absent.
+    WorkTypeFilter => MetaSchema::new("string")
+);
