@@ -77,9 +77,21 @@ pub enum B2bFromNetwork {
 }
 
 impl Request {
-    /// The counterparty as the network knows it. When the caller did not declare `is_b2b` and the profile says
-    /// whether its principal is a business, that is the call's `is_b2b`; a declaration always stands.
-    pub fn with_counterparty(&mut self, c: Counterparty) {
+    /// The counterparty as the network knows it (`None`: not on the network, as far as the caller may see), in
+    /// place of what was set before. When the caller did not declare `is_b2b` and the profile says whether its
+    /// principal is a business, that is the call's `is_b2b`; a declaration always stands.
+    pub fn set_counterparty(&mut self, c: Option<Counterparty>) {
+        if self.b2b_from_network == B2bFromNetwork::Verified {
+            self.facts.clear(Fact::is_b2b);
+        }
+        self.b2b_from_network = B2bFromNetwork::No;
+        self.counterparty = None;
+        if let Some(c) = c {
+            self.with_counterparty(c);
+        }
+    }
+
+    fn with_counterparty(&mut self, c: Counterparty) {
         self.b2b_from_network = match (self.facts.declared(Fact::is_b2b), c.is_business) {
             (_, None) => B2bFromNetwork::No,
             (None, Some(b)) => {

@@ -44,10 +44,11 @@ use crate::rules::registry::Registry;
 use crate::rules::schema::state_index;
 use crate::security::new_ordered_id;
 use crate::store::accounts::KeyOwner;
-use crate::store::entity::{counter, entity, nexus_state, state_revenue, transaction, vendor_ytd};
+use crate::store::entity::{counter, entity, network_profile, nexus_state, state_revenue, transaction, vendor_ytd};
 use crate::store::group::{Group, Replies};
 use crate::store::ledger::{Payment, Sale};
 use crate::store::limits::CounterHit;
+use crate::store::network::visible_counterparty;
 use crate::store::script::{Script, ScriptConn};
 use crate::store::{Store, StoreError};
 
@@ -66,6 +67,9 @@ pub struct Ledger {
     /// Each account's nexus as this instance's last batch read it, for preparing entries. It only saves work:
     /// the batch compares it with what it reads.
     nexus_seen: crate::cache::Seen<Nexus>,
+    /// Each counterparty's network profile (or none) as this instance's last batch read it, for preparing entries.
+    /// It only saves work: the batch compares what an entry was prepared with against what it reads.
+    profiles_seen: crate::cache::Seen<Option<Arc<network_profile::Model>>>,
 }
 
 /// One batch at a time per instance, on either database. Every keyed call of an account touches the same
@@ -74,7 +78,8 @@ pub struct Ledger {
 /// keyed calls per second than one.
 impl Ledger {
     pub fn new(store: Store, registry: Arc<Registry>, plans: Arc<Plans>, burst_per_minute: i64) -> Ledger {
-        Ledger { store, registry, plans, burst_per_minute, group: Group::new(MAX_BATCH, 1), nexus_seen: Default::default() }
+        let group = Group::new(MAX_BATCH, 1);
+        Ledger { store, registry, plans, burst_per_minute, group, nexus_seen: Default::default(), profiles_seen: Default::default() }
     }
 }
 
@@ -127,10 +132,18 @@ struct Prepared {
 ///
 /// A call paid per call (x402, MPP) answers with the spec's `upgrade` member, and may state its own nexus
 /// (`nexus_override`, which only such calls get past validation): then it is determined with that nexus.
-fn prepare(registry: &Registry, plans: &Plans, now_ms: i64, payer: &Payer, nexus: Nexus, entry: &Entry) -> Result<Prepared, Refusal> {
+fn prepare(
+    registry: &Registry,
+    plans: &Plans,
+    now_ms: i64,
+    payer: &Payer,
+    nexus: Nexus,
+    entry: &Entry,
+    request: &Request,
+) -> Result<Prepared, Refusal> {
     let entity_id = payer.entity_id();
-    let stated = entry.request.nexus_override.as_ref();
-    let input = Input { request: &entry.request, nexus: stated.or((*nexus).as_ref()), vendor_ytd: None, as_of: day(now_ms) };
+    let stated = request.nexus_override.as_ref();
+    let input = Input { request, nexus: stated.or((*nexus).as_ref()), vendor_ytd: None, as_of: day(now_ms) };
     let det = determine(registry, &input).map_err(|err| engine_refusal(err, &entry.prefix))?;
     let id = new_ordered_id("tx", now_ms);
     let extra = [
@@ -222,6 +235,8 @@ struct Plan<'j> {
     /// The accounts of jobs paid per call (if any).
     accounts_at: Option<usize>,
     nexus_at: usize,
+    /// The network profiles of the new entries' counterparties (if any entry is new).
+    profiles_at: Option<usize>,
     external: Range<usize>,
     vendor: Range<usize>,
     /// The revenue calculate's nexus alerts read (if any job alerts).
@@ -289,6 +304,8 @@ impl<'j> Plan<'j> {
         let accounts_at = (!per_call.is_empty()).then(|| first.add(Store::entities_sql(backend, &per_call)));
         let accounts = distinct(live.iter().map(|&i| jobs[i].payer.entity_id()));
         let nexus_at = first.add(Store::nexus_states_sql(backend, &accounts));
+        let counterparties = distinct(news.iter().map(|&(i, e)| jobs[i].entries[e].request.counterparty_id.as_str()));
+        let profiles_at = (!counterparties.is_empty()).then(|| first.add(Store::profiles_sql(backend, &counterparties)));
         // (The external-id queries are consecutive statements.)
         let mut external = first.statements()..first.statements();
         for &i in &serving {
@@ -315,6 +332,7 @@ impl<'j> Plan<'j> {
             owners_at,
             accounts_at,
             nexus_at,
+            profiles_at,
             external,
             vendor,
             revenue_at,
@@ -378,18 +396,16 @@ impl Ledger {
     /// which determines it again and answers that failure.
     pub async fn prepare_job(&self, job: &mut Job) -> Result<(), Refusal> {
         let entity_id = job.payer.entity_id().to_string();
-        // The counterparties the network knows (public profiles, and the account's own): one query for the job.
-        let ids: Vec<&str> = job.entries.iter().map(|e| e.request.counterparty_id.as_str()).collect();
-        let known = self.store.counterparties(&ids, &entity_id).await?;
+        // Each counterparty as this instance last read it (the batch reads it again, and redoes what differs).
         for entry in &mut job.entries {
-            if let Some(c) = known.get(&entry.request.counterparty_id) {
-                entry.request.with_counterparty(c.clone());
+            if let Some(Some(p)) = self.profiles_seen.get(&entry.request.counterparty_id) {
+                entry.request.set_counterparty(visible_counterparty(&p, &entity_id));
             }
         }
         let nexus = self.nexus_seen.get(&entity_id).unwrap_or_default();
         let mut errors = Vec::new();
         for entry in &mut job.entries {
-            entry.prepared = match prepare(&self.registry, &self.plans, job.now_ms, &job.payer, nexus.clone(), entry) {
+            entry.prepared = match prepare(&self.registry, &self.plans, job.now_ms, &job.payer, nexus.clone(), entry, &entry.request) {
                 Ok(p) => Some(p),
                 Err(Refusal::Input(e)) => {
                     errors.extend(e);
@@ -466,6 +482,7 @@ impl Ledger {
             owners_at,
             accounts_at,
             nexus_at,
+            profiles_at,
             external,
             vendor,
             revenue_at,
@@ -545,6 +562,17 @@ impl Ledger {
                 n
             });
         }
+        // The counterparties' profiles as they are, remembered for preparing the next entries.
+        let profiles: HashMap<String, Arc<network_profile::Model>> = match profiles_at {
+            Some(at) => {
+                answers.models::<network_profile::Model>(at..at + 1, "")?.into_iter().map(|p| (p.agent_id.clone(), Arc::new(p))).collect()
+            }
+            None => HashMap::new(),
+        };
+        for &(i, e) in &news {
+            let id = &jobs[i].entries[e].request.counterparty_id;
+            self.profiles_seen.put(id, profiles.get(id).cloned());
+        }
         let mut revenue = match revenue_at {
             Some(at) => answers.models::<state_revenue::Model>(at..at + 1, "")?,
             None => Vec::new(),
@@ -560,10 +588,20 @@ impl Ledger {
             let entity_id = job.payer.entity_id();
             let today = day(job.now_ms);
             let account_nexus = nexus.get(entity_id).cloned().unwrap_or_default();
+            let counterparty = profiles.get(&req.counterparty_id).and_then(|p| visible_counterparty(p, entity_id));
+            let corrected;
+            let req = if req.counterparty == counterparty {
+                req
+            } else {
+                let mut r = req.clone();
+                r.set_counterparty(counterparty);
+                corrected = r;
+                &corrected
+            };
             let redone;
             let prepared = match &entry.prepared {
-                Some(p) if *p.nexus == *account_nexus => p,
-                _ => match prepare(&self.registry, &self.plans, job.now_ms, &job.payer, account_nexus, entry) {
+                Some(p) if *p.nexus == *account_nexus && std::ptr::eq(req, &entry.request) => p,
+                _ => match prepare(&self.registry, &self.plans, job.now_ms, &job.payer, account_nexus, entry, req) {
                     Ok(p) => {
                         redone = p;
                         &redone

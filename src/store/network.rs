@@ -1,15 +1,14 @@
 //! The agent network: profiles (saved by their owner, each save an event of the public feed), the public
 //! directory and the feed, and the public profile calculate recognizes a counterparty by.
 
-use std::collections::HashMap;
-
 use sea_orm::sea_query::{Expr, Func, LikeExpr, OnConflict};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
-    TransactionTrait,
+    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect, TransactionTrait,
 };
 
 use super::entity::{network_event, network_profile};
+use super::script::Sql;
 use super::{Store, StoreError};
 use crate::engine::request::Counterparty;
 use crate::security::new_ordered_id;
@@ -114,31 +113,12 @@ impl Store {
         Ok(q.order_by_asc(network_profile::Column::CreatedAt).order_by_asc(network_profile::Column::AgentId).one(&self.db).await?)
     }
 
-    /// The counterparties among `agent_ids` that the account `viewer` may see on the network (public profiles, and
-    /// its own private ones), by agent id, in one query.
-    pub async fn counterparties(&self, agent_ids: &[&str], viewer: &str) -> Result<HashMap<String, Counterparty>, StoreError> {
-        let mut ids: Vec<&str> = agent_ids.to_vec();
-        ids.sort_unstable();
-        ids.dedup();
-        let rows = network_profile::Entity::find()
-            .filter(network_profile::Column::AgentId.is_in(ids))
-            .filter(Condition::any().add(network_profile::Column::Visibility.eq(PUBLIC)).add(network_profile::Column::EntityId.eq(viewer)))
-            .all(&self.db)
-            .await?;
-        Ok(rows
-            .into_iter()
-            .map(|p| {
-                let c = Counterparty {
-                    agent_id: p.agent_id.clone(),
-                    entity_name: p.entity_name,
-                    entity_state: Some(p.entity_state).filter(|s| !s.is_empty()),
-                    work_type: p.work_type,
-                    legal_name: p.principal_legal_name,
-                    is_business: p.principal_is_business,
-                };
-                (p.agent_id, c)
-            })
-            .collect())
+    /// The profiles of these agent ids, whoever may see them (the ledger batch reads them with the rest it needs,
+    /// and keeps for each job only what its account may see: [`visible_counterparty`]).
+    pub fn profiles_sql<'a>(backend: DbBackend, agent_ids: &[&'a str]) -> Sql<'a> {
+        let mut sql = Sql::new(backend);
+        sql.push(r#"SELECT * FROM "network_profiles" WHERE "agent_id""#).in_list(agent_ids.iter().copied());
+        sql
     }
 
     /// The public profile of `agent_id` (a private one is `None`, as if there were none).
@@ -207,4 +187,17 @@ impl Store {
             .collect();
         Ok(events.into_iter().filter_map(|e| profiles.get(&e.agent_id).cloned().map(|p| (e, p))).collect())
     }
+}
+
+/// The counterparty a profile shows the account `viewer`: a public profile to anyone, a private one to its owner
+/// only; `None` otherwise.
+pub fn visible_counterparty(p: &network_profile::Model, viewer: &str) -> Option<Counterparty> {
+    (p.visibility == PUBLIC || p.entity_id == viewer).then(|| Counterparty {
+        agent_id: p.agent_id.clone(),
+        entity_name: p.entity_name.clone(),
+        entity_state: Some(p.entity_state.clone()).filter(|s| !s.is_empty()),
+        work_type: p.work_type.clone(),
+        legal_name: p.principal_legal_name.clone(),
+        is_business: p.principal_is_business,
+    })
 }

@@ -290,6 +290,22 @@ async fn calculate_knows_network_counterparties(app: TestApp) {
     let codes: Vec<&str> = r.json["advisories"].as_array().unwrap().iter().map(|a| a["code"].as_str().unwrap()).collect();
     assert!(!codes.contains(&"B2B_DECLARATION_DIFFERS_FROM_NETWORK"), "{codes:?}");
 
+    // A profile made private stops verifying at once, though this instance last saw it public (the ledger batch
+    // reads the profile in its transaction), and so does it on another instance.
+    let other = TestApp::on(app.db.clone(), app.backend, app.clock.clone()).await;
+    assert_eq!(
+        other.post("/api/v1/calculate", Some(&buyer.key), &buy("chesapeake-data", None)).await.json["b2b_detection"]["method"],
+        json!("network_verified")
+    );
+    let mut hidden = public.clone();
+    hidden["visibility"] = json!("private");
+    assert_eq!(other.post("/api/v1/network", Some(&vendor.key), &hidden).await.status, 200);
+    for instance in [&app, &other] {
+        let r = instance.post("/api/v1/calculate", Some(&buyer.key), &buy("chesapeake-data", None)).await;
+        assert_eq!((num(&r.json["total_tax"]), r.json["b2b_detection"]["method"].clone()), (60.0, json!("default")), "{}", r.text);
+    }
+    assert_eq!(app.post("/api/v1/network", Some(&vendor.key), &public).await.status, 200);
+
     // The owner's own private profile is known to the owner.
     let r = app.post("/api/v1/calculate", Some(&vendor.key), &buy("chesapeake-quiet", None)).await;
     assert_eq!((num(&r.json["total_tax"]), r.json["b2b_detection"]["method"].clone()), (30.0, json!("network_verified")));
