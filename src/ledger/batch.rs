@@ -5,11 +5,13 @@
 //! two scripts (`store::script`: many statements, one round trip), whatever its size:
 //! 1. begin; the month's usage counters and the calculate keys' burst windows, one upsert for the batch (a
 //!    calculate call is counted in its key's window here, exactly); the keys' accounts (a key revoked since the
-//!    caller's lookup is refused here); their nexus settings; for ingest, the external ids already in the
+//!    caller's lookup is refused here); their nexus settings; the new entries' counterparties' network
+//!    profiles; for ingest, the external ids already in the
 //!    ledger; the counterparties' 1099 totals, one upsert (each entry learns the total before it from the sums);
 //!    the states' revenue that calculate's nexus alerts read;
 //! 2. the determinations, in memory: made and rendered before the batch in each caller's task (`Prepared`),
-//!    redone here for an account whose nexus differs from what they used, and settled with the 1099 totals;
+//!    redone here for an account whose nexus, or an entry whose counterparty's profile, differs from what they
+//!    used, and settled with the 1099 totals;
 //! 3. metered overage; the states' monthly revenue for nexus, one upsert; the ledger rows, one insert (on
 //!    PostgreSQL run just before the script, its values bound as arrays); calculate's Idempotency-Key
 //!    responses; commit.
