@@ -29,6 +29,9 @@ enum BillingEvents {
     Id,
     Kind,
     EntityId,
+    /// The processor's subscription the event is about, if any: an event older than one already applied about the
+    /// same subscription changes nothing (the processor does not deliver in order).
+    Subscription,
     /// What applying it did, in words.
     Outcome,
     /// The event's own time, and when it arrived (Unix ms).
@@ -57,9 +60,19 @@ impl MigrationTrait for Migration {
                 .col(ColumnDef::new(BillingEvents::Id).string_len(255).not_null().primary_key())
                 .col(ColumnDef::new(BillingEvents::Kind).string_len(100).not_null())
                 .col(ColumnDef::new(BillingEvents::EntityId).string_len(40).null())
+                .col(ColumnDef::new(BillingEvents::Subscription).string_len(255).null())
                 .col(ColumnDef::new(BillingEvents::Outcome).text().not_null())
                 .col(ColumnDef::new(BillingEvents::CreatedAt).big_integer().not_null())
                 .col(ColumnDef::new(BillingEvents::ReceivedAt).big_integer().not_null())
+                .to_owned(),
+        )
+        .await?;
+        m.create_index(
+            Index::create()
+                .name("billing_events_subscription")
+                .table(BillingEvents::Table)
+                .col(BillingEvents::Subscription)
+                .col(BillingEvents::CreatedAt)
                 .to_owned(),
         )
         .await

@@ -31,6 +31,7 @@ impl Store {
             id: event.id.clone(),
             kind: event.kind.clone(),
             entity_id: None,
+            subscription: event.change.subscription().map(str::to_string),
             outcome: String::new(),
             created_at: event.created_ms,
             received_at: now_ms,
@@ -41,6 +42,17 @@ impl Store {
             .await?;
         if inserted == 0 {
             return Ok(Applied::Duplicate);
+        }
+        if let Some(sub) = event.change.subscription() {
+            let newer = billing_event::Entity::find()
+                .filter(billing_event::Column::Subscription.eq(sub))
+                .filter(billing_event::Column::CreatedAt.gt(event.created_ms))
+                .one(&txn)
+                .await?;
+            if newer.is_some() {
+                let why = "a newer event about this subscription was applied before; this one changes nothing";
+                return finish(txn, &event.id, None, why).await.map(|()| Applied::Nothing(why.into()));
+            }
         }
         let mut account = match event.change.entity_id() {
             Some(id) => entity::Entity::find_by_id(id.to_string()).one(&txn).await?,
@@ -70,13 +82,7 @@ impl Store {
             Applied::Nothing(why) => (None, why.clone()),
             Applied::Duplicate => (None, String::new()),
         };
-        billing_event::Entity::update_many()
-            .col_expr(billing_event::Column::EntityId, sea_orm::sea_query::Expr::value(entity_id))
-            .col_expr(billing_event::Column::Outcome, sea_orm::sea_query::Expr::value(outcome))
-            .filter(billing_event::Column::Id.eq(event.id.clone()))
-            .exec(&txn)
-            .await?;
-        txn.commit().await?;
+        finish(txn, &event.id, entity_id, &outcome).await?;
         Ok(result)
     }
 
@@ -130,5 +136,17 @@ async fn save_plans<C: sea_orm::ConnectionTrait>(conn: &C, a: &entity::Model) ->
     })
     .exec(conn)
     .await?;
+    Ok(())
+}
+
+/// Records what an event did (the account it changed, in words) and commits.
+async fn finish(txn: sea_orm::DatabaseTransaction, id: &str, entity_id: Option<String>, outcome: &str) -> Result<(), StoreError> {
+    billing_event::Entity::update_many()
+        .col_expr(billing_event::Column::EntityId, sea_orm::sea_query::Expr::value(entity_id))
+        .col_expr(billing_event::Column::Outcome, sea_orm::sea_query::Expr::value(outcome))
+        .filter(billing_event::Column::Id.eq(id))
+        .exec(&txn)
+        .await?;
+    txn.commit().await?;
     Ok(())
 }

@@ -345,6 +345,17 @@ async fn checkout_and_events_move_an_account_free_to_growth_and_back(backend: Ba
     let r =
         deliver(&app, &subscription("evt_down", t + 4, "customer.subscription.updated", "sub_2", "active", &["price_tax_starter"])).await;
     assert_eq!(r.json["outcome"], json!(format!("{}: tax plan starter, active", a.entity_id)), "{}", r.text);
+    // Delivered out of order: the subscription's end (t + 6), then an update made before it (t + 5). The update is
+    // older than what was applied about the subscription, and changes nothing.
+    let end = subscription("evt_end2", t + 6, "customer.subscription.deleted", "sub_2", "canceled", &["price_tax_starter"]);
+    assert_eq!(deliver(&app, &end).await.json["outcome"], json!(format!("{}: tax plan free", a.entity_id)));
+    let late = subscription("evt_late", t + 5, "customer.subscription.updated", "sub_2", "active", &["price_tax_growth"]);
+    let r = deliver(&app, &late).await;
+    assert_eq!(
+        (r.json["applied"].clone(), r.json["outcome"].clone()),
+        (json!(false), json!("a newer event about this subscription was applied before; this one changes nothing"))
+    );
+    assert_eq!(account_plans(&app, &a.entity_id).await.0, "free");
     // An event levy does not act on is acknowledged and recorded.
     let r = deliver(&app, &event("evt_other", "customer.created", t, json!({"id": "cus_levy_1", "object": "customer"}))).await;
     assert_eq!(

@@ -9,6 +9,7 @@ pub struct Model {
     pub id: String,
     pub kind: String,
     pub entity_id: Option<String>,
+    pub subscription: Option<String>,
     pub outcome: String,
     pub created_at: i64,
     pub received_at: i64,
