@@ -686,7 +686,7 @@ fn local(node: &Node, path: &Path, zips: &mut Vec<ZipArea>, listed: &mut HashMap
             );
             continue;
         }
-        let Some(z) = Fields::of(v, "a zip entry", &["locality", "layers"], d) else { continue };
+        let Some(z) = Fields::of(v, "a zip entry", &["locality", "layers", "divergences"], d) else { continue };
         let Some(locality) = z.req_str("locality", "a zip entry", d) else { continue };
         let mut layers = vec![];
         if let Some(list) = z.req("layers", "a zip entry", d) {
@@ -719,13 +719,44 @@ fn local(node: &Node, path: &Path, zips: &mut Vec<ZipArea>, listed: &mut HashMap
                 layers.iter().filter(|(l, _)| l.name == n).map(|(l, s)| check::Range { from: l.from, to: l.to, span: s }).collect();
             check::dated_ranges(&format!("zip {zip} layer `{n}`"), &mut ranges, None, false, d);
         }
+        let divergences = z.get("divergences").map(|list| divergences(list, d)).unwrap_or_default();
         if let Some(prev) = listed.get(&zip) {
             d.push(Diagnostic::error("R602", Some(&k.span), format!("zip `{zip}` is already listed for {}", STATES[*prev])));
             continue;
         }
         listed.insert(zip.clone(), state);
-        zips.push(ZipArea { zip, state, locality, layers: layers.into_iter().map(|(l, _)| l).collect() });
+        zips.push(ZipArea { zip, state, locality, layers: layers.into_iter().map(|(l, _)| l).collect(), divergences });
     }
+}
+
+/// A zip's `divergences:`: each names the other table, its figure, the reason and the primary source; a table
+/// and figure recorded twice is an error (R603).
+fn divergences(list: &Node, d: &mut Diags) -> Vec<Divergence> {
+    let what = "a divergence";
+    let mut out: Vec<Divergence> = vec![];
+    for item in seq(list, "divergences", d) {
+        let Some(f) = Fields::of(item, what, &["table", "rate", "reason", "cite", "url", "checked"], d) else { continue };
+        let table = f.req("table", what, d).and_then(|n| enum_value(n, RATE_TABLES, "rate table", d));
+        let rate = f.req("rate", what, d).and_then(|n| read::percent(n, d));
+        let reason = f.req_str("reason", what, d);
+        if reason.as_deref().is_some_and(|r| r.trim().is_empty()) {
+            d.push(Diagnostic::error("R102", Some(&item.span), "a divergence has an empty `reason`"));
+            continue;
+        }
+        let citation = f.citation(what, d);
+        let (Some(table), Some(rate), Some(reason), Some(citation)) = (table, rate, reason, citation) else { continue };
+        let table = RATE_TABLES[table as usize].to_string();
+        if out.iter().any(|o| o.table == table && o.rate == rate) {
+            d.push(Diagnostic::error(
+                "R603",
+                Some(&item.span),
+                format!("a divergence from `{table}` at {}% is recorded twice", (rate * rust_decimal::Decimal::from(100)).normalize()),
+            ));
+            continue;
+        }
+        out.push(Divergence { table, rate, reason, citation });
+    }
+    out
 }
 
 fn special(node: &Node, coverage_from: NaiveDate, ids: &mut HashMap<String, Span>, d: &mut Diags) -> Vec<SpecialTax> {

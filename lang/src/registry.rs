@@ -121,6 +121,22 @@ pub struct ZipArea {
     pub state: usize,
     pub locality: String,
     pub layers: Vec<LocalLayer>,
+    /// Known disagreements with an independent rate table (`divergences:`), each with its reason and source.
+    pub divergences: Vec<Divergence>,
+}
+
+/// A recorded, explained disagreement between our combined rate at a zip code and another table's figure
+/// there: `levy rules audit-rates` lists a row that matches one apart and does not fail on it.
+#[derive(Clone, Debug)]
+pub struct Divergence {
+    /// The other table, one of [`crate::schema::RATE_TABLES`].
+    pub table: String,
+    /// The other table's combined rate (a fraction: 0.0925 for 9.25%).
+    pub rate: Decimal,
+    /// Why the other figure is not ours (a zip spanning jurisdictions, the table's own caveat, ...).
+    pub reason: String,
+    /// The primary source our figure rests on.
+    pub citation: Citation,
 }
 
 #[derive(Debug)]

@@ -232,3 +232,7 @@ pub const NEXUS_PERIODS: &[&str] = &[
 ];
 pub const SALES_MEASURES: &[&str] = &["gross", "retail", "taxable"];
 pub const LOCAL_LEVELS: &[&str] = &["county", "city", "special_district"];
+
+/// The independent rate tables a zip's `divergences:` may name, one per format `levy rules audit-rates` reads:
+/// Avalara's ZIP5 estimates, the OpenSalesTax grid of DOR-published rates, and a plain `state,zip,rate` CSV.
+pub const RATE_TABLES: &[&str] = &["avalara_zip5", "dor_grid", "state_zip_rate"];
