@@ -131,8 +131,8 @@ fn a_recorded_divergence_is_listed_apart_and_does_not_fail() {
     let t = read_table(&grid).unwrap();
     let a = audit_table(&reg, &t, Some(day()), day());
     assert_eq!((a.agree(), a.disagree(), a.recorded(), a.uncovered()), (0, 0, 1, 0));
-    let Outcome::Recorded { divergence, .. } = &a.checked[0].outcome else { panic!("recorded") };
-    assert_eq!(divergence.citation.cite, "Tex. Tax Code §321.101(a)");
+    let Outcome::Recorded { record, .. } = &a.checked[0].outcome else { panic!("recorded") };
+    assert_eq!(record.citation.cite, "Tex. Tax Code §321.101(a)");
     assert!(levy::cli::audit::render_text(&[a]).contains("recorded divergences"));
     assert_eq!(audit_rates(&rules2, &[grid], as_of, false), 0);
 }
@@ -190,7 +190,7 @@ fn a_malformed_divergence_is_a_located_diagnostic() {
 #[test]
 fn the_shared_tables_are_counted_consistently() {
     let shared = common::rules_dir().join("../../shared/data/rates");
-    let names = ["fixtures_opensalestax_dor_grid.csv", "rates_zip5_202603.csv"];
+    let names = ["fixtures_opensalestax_dor_grid.csv", "rates_zip5_202603.csv", "state_rates.csv", "saas_taxability.csv"];
     let reg = load_dir(&common::rules_dir()).0.unwrap();
     for name in names {
         let path = shared.join(name);
@@ -204,4 +204,75 @@ fn the_shared_tables_are_counted_consistently() {
         assert_eq!(a.agree() + a.disagree() + a.recorded() + a.uncovered(), t.rows.len(), "{name}");
         assert!(a.agree() > 0, "{name}");
     }
+}
+
+/// The state-rate table and the SaaS summary: each state's two figures compared, a state-level record honoured.
+#[test]
+fn state_level_tables_and_their_recorded_divergences() {
+    let (_keep, rules) = common::rules_copy();
+    let tmp = tempfile::tempdir().unwrap();
+    let reg = load_dir(&rules).0.unwrap();
+    let tx = table::state_rates(&reg, state_index("TX").unwrap(), day()).unwrap();
+    let tx_rate = tx.rate() * Decimal::from(100);
+    let saas = if tx.saas_taxable() { "taxable" } else { "exempt" };
+    let other = if tx.saas_taxable() { "exempt" } else { "taxable" };
+    // Made-up rows: Texas at our rate with local taxes, and at one point more without them; OR states nothing.
+    let states = write(
+        tmp.path(),
+        "states.csv",
+        &format!("code,name,state_rate_pct,local_varies,source\nTX,Texas,{tx_rate},true,made up\nXX,Nowhere,{},false,made up\n", tx_rate),
+    );
+    let t = read_table(&states).unwrap();
+    assert_eq!(t.format, Format::StateRates);
+    assert_eq!(t.rows.len(), 4, "two figures per state");
+    let a = audit_table(&reg, &t, Some(day()), day());
+    assert_eq!((a.agree(), a.disagree(), a.recorded(), a.uncovered()), (2, 0, 0, 2));
+
+    let summary = write(
+        tmp.path(),
+        "saas.csv",
+        &format!("state,state_name,saas_paddle_2025_10,digital_goods_paddle_2025_10\nTX,Texas,{other},\nOR,Oregon,,\n"),
+    );
+    let t = read_table(&summary).unwrap();
+    assert_eq!(t.format, Format::SaasTaxability);
+    let a = audit_table(&reg, &t, Some(day()), day());
+    assert_eq!((a.agree(), a.disagree(), a.recorded(), a.uncovered()), (0, 1, 0, 3));
+    let Outcome::Disagrees { ours } = &a.checked[0].outcome else { panic!("TX SaaS disagrees") };
+    assert_eq!(ours.value.as_deref(), Some(saas));
+
+    // Recorded in the state file, the row is listed apart.
+    let file = rules.join("states/tx.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let planted = text.replacen(
+        "name: Texas\n",
+        &format!("name: Texas\ndivergences:\n  - table: saas_taxability\n    field: saas\n    value: {other}\n    reason: \"made up for the test\"\n    cite: \"Tex. Tax Code §151.0035\"\n"),
+        1,
+    );
+    assert_ne!(text, planted);
+    std::fs::write(&file, planted).unwrap();
+    let reg = load_dir(&rules).0.expect("the state-level record loads");
+    let a = audit_table(&reg, &t, Some(day()), day());
+    assert_eq!((a.agree(), a.disagree(), a.recorded(), a.uncovered()), (0, 0, 1, 3));
+    assert_eq!(audit_rates(&rules, &[summary], Some("2026-03-15"), false), 0);
+}
+
+#[test]
+fn a_malformed_state_divergence_is_a_located_diagnostic() {
+    let (_keep, rules) = common::rules_copy();
+    let file = rules.join("states/tx.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let line = text.lines().position(|l| l == "name: Texas").unwrap() as u32 + 1;
+    let planted = text.replacen(
+        "name: Texas\n",
+        "name: Texas\ndivergences:\n  - { table: saas_taxability, field: state_rate, value: 6%, reason: x, cite: y }\n  - { table: state_rates, field: local_taxes, value: maybe, reason: x, cite: y }\n  - { table: saas_taxability, field: saas, value: sometimes, reason: x, cite: y }\n  - { table: avalara_zip5, field: rate, value: 6%, reason: x, cite: y }\n",
+        1,
+    );
+    std::fs::write(&file, planted).unwrap();
+    let (reg, diags, _) = load_dir(&rules);
+    assert!(reg.is_none());
+    let has = |code: &str, l: u32| diags.iter().any(|d| d.code == code && d.span.as_ref().is_some_and(|s| s.line == l));
+    assert!(has("R205", line + 2), "field of another table: {diags:#?}");
+    assert!(has("R108", line + 3), "not a boolean: {diags:#?}");
+    assert!(has("R205", line + 4), "not a taxability value: {diags:#?}");
+    assert!(has("R205", line + 5), "not a state-level field: {diags:#?}");
 }

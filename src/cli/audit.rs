@@ -28,6 +28,11 @@ use crate::rules::schema::state_index;
 /// six-decimal rounding (Avalara's Utah 4.8499%) and nothing more.
 const DEFAULT_TOLERANCE: &str = "0.00001";
 
+/// The day the state-rate table was checked against the states' own sources, and the date Paddle's SaaS summary is
+/// "up to date as of" (the shared tables' README).
+const STATE_RATES_AS_OF: (i32, u32, u32) = (2026, 7, 1);
+const SAAS_AS_OF: (i32, u32, u32) = (2025, 10, 1);
+
 /// The date the OpenSalesTax grid's file last changed (the shared tables' README): rows whose heading names no
 /// date or quarter of their own are compared as of it.
 const DOR_GRID_AS_OF: (i32, u32, u32) = (2026, 7, 19);
@@ -38,6 +43,10 @@ pub enum Format {
     Avalara,
     DorGrid,
     Plain,
+    /// The statewide table (`code,name,state_rate_pct,…,local_varies,…`): each state's rate and local-tax flag.
+    StateRates,
+    /// The SaaS summary (`state,…,saas_paddle_2025_10,digital_goods_paddle_2025_10,…`): taxable, exempt or local_only.
+    SaasTaxability,
 }
 
 impl Format {
@@ -46,6 +55,8 @@ impl Format {
             Format::Avalara => "avalara_zip5",
             Format::DorGrid => "dor_grid",
             Format::Plain => "state_zip_rate",
+            Format::StateRates => "state_rates",
+            Format::SaasTaxability => "saas_taxability",
         }
     }
 }
@@ -64,6 +75,10 @@ pub struct Row {
     pub note: String,
     /// The date the row states for itself (the Avalara file's month, the grid heading's date or quarter).
     pub own_date: Option<NaiveDate>,
+    /// For a state-level table: the figure compared (`state_rate`, `local_taxes`, `saas`, `digital_goods`) and, for
+    /// all but the rate, the table's value (`true`, `taxable`, …; empty when the table states nothing).
+    pub field: Option<&'static str>,
+    pub value: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -194,13 +209,18 @@ pub fn read_table(path: &Path) -> Result<Table, String> {
         (col("state"), col("zip5"), col("expected_combined_rate_pct"), col("tolerance_pct"))
     {
         (Format::DorGrid, [Some(s), Some(z), Some(r), Some(t), col("city"), col("source_note"), col("section_comment")])
+    } else if let (Some(s), Some(r), Some(l)) = (col("code"), col("state_rate_pct"), col("local_varies")) {
+        return state_rows(&name, &mut lines, &header, Format::StateRates, [s, r, l], col("source"));
+    } else if let (Some(s), Some(a), Some(b)) = (col("state"), col("saas_paddle_2025_10"), col("digital_goods_paddle_2025_10")) {
+        return state_rows(&name, &mut lines, &header, Format::SaasTaxability, [s, a, b], col("saas_paddle_raw"));
     } else if lower.len() >= 3 && lower[..3] == ["state", "zip", "rate"] {
         (Format::Plain, [Some(0), Some(1), Some(2), None, lower.iter().position(|h| h == "note"), None, None])
     } else {
         return Err(format!(
             "{name}:1: the header `{}` is not a rate table levy reads: Avalara's TAXRATES_ZIP5 columns \
              (State,ZipCode,…,EstimatedCombinedRate,…), the DOR grid's (state,city,zip5,zip4,expected_combined_rate_pct,\
-             tolerance_pct,…) or state,zip,rate",
+             tolerance_pct,…) state,zip,rate, the state-rate table (code,name,state_rate_pct,…,local_varies,…) or the SaaS summary \
+             (state,…,saas_paddle_2025_10,digital_goods_paddle_2025_10,…)",
             header.join(",")
         ));
     };
@@ -241,11 +261,72 @@ pub fn read_table(path: &Path) -> Result<Table, String> {
                 let note = [get(note_c), get(extra_c)].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join(": ");
                 (note, heading_date(&heading).or(grid_date))
             }
-            Format::Plain => (get(note_c), None),
+            Format::Plain | Format::StateRates | Format::SaasTaxability => (get(note_c), None),
         };
-        rows.push(Row { line, state, zip, rate, tolerance, note, own_date });
+        rows.push(Row { line, state, zip, rate, tolerance, note, own_date, field: None, value: None });
     }
     Ok(Table { path: name, format, rows })
+}
+
+/// The rows of a state-level table: two comparisons per state (the rate and the local-tax flag, or SaaS and
+/// digital goods), `cols` naming the state column and the two figures' columns.
+fn state_rows<'a>(
+    name: &str,
+    lines: &mut impl Iterator<Item = (usize, &'a str)>,
+    header: &[String],
+    format: Format,
+    cols: [usize; 3],
+    note_c: Option<usize>,
+) -> Result<Table, String> {
+    let (fields, date) = match format {
+        Format::StateRates => (["state_rate", "local_taxes"], STATE_RATES_AS_OF),
+        _ => (["saas", "digital_goods"], SAAS_AS_OF),
+    };
+    let own_date = NaiveDate::from_ymd_opt(date.0, date.1, date.2);
+    let mut rows = vec![];
+    for (line, raw) in lines {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let at = |e: String| format!("{name}:{line}: {e}");
+        let f = split_csv(raw).map_err(at)?;
+        if f.len() != header.len() {
+            return Err(at(format!("{} fields where the header has {}", f.len(), header.len())));
+        }
+        let get = |i: usize| f.get(i).map(|s| s.trim().to_string()).unwrap_or_default();
+        let state = get(cols[0]).to_uppercase();
+        if state.len() != 2 || !state.chars().all(|c| c.is_ascii_alphabetic()) {
+            return Err(at(format!("state `{state}` is not a two-letter code")));
+        }
+        let note = note_c.map(get).unwrap_or_default();
+        for (k, field) in fields.into_iter().enumerate() {
+            let text = get(cols[k + 1]);
+            let (rate, value) = match field {
+                "state_rate" => (decimal(&text, "the rate").map_err(at)? / Decimal::from(100), None),
+                "local_taxes" => match text.as_str() {
+                    "true" | "false" => (Decimal::ZERO, Some(text)),
+                    other => return Err(at(format!("local_varies `{other}` is not true or false"))),
+                },
+                _ => match text.as_str() {
+                    "" | "taxable" | "exempt" | "local_only" => (Decimal::ZERO, Some(text)),
+                    other => return Err(at(format!("`{other}` is not taxable, exempt or local_only"))),
+                },
+            };
+            let tolerance = DEFAULT_TOLERANCE.parse().unwrap_or(Decimal::ZERO);
+            rows.push(Row {
+                line,
+                state: state.clone(),
+                zip: String::new(),
+                rate,
+                tolerance,
+                note: note.clone(),
+                own_date,
+                field: Some(field),
+                value,
+            });
+        }
+    }
+    Ok(Table { path: name.to_string(), format, rows })
 }
 
 /// How one row came out.
@@ -253,14 +334,30 @@ pub fn read_table(path: &Path) -> Result<Table, String> {
 pub enum Outcome {
     Agrees,
     Disagrees { ours: Ours },
-    Recorded { ours: Ours, divergence: Divergence },
+    Recorded { ours: Ours, record: Record },
     Uncovered { reason: String },
+}
+
+/// The record that explains a divergence: the other table, the reason, the primary source.
+#[derive(Clone, Debug)]
+pub struct Record {
+    pub table: String,
+    pub reason: String,
+    pub citation: crate::rules::registry::Citation,
+}
+
+impl From<&Divergence> for Record {
+    fn from(d: &Divergence) -> Self {
+        Record { table: d.table.clone(), reason: d.reason.clone(), citation: d.citation.clone() }
+    }
 }
 
 /// Our figure at a zip, with what it is made of.
 #[derive(Clone, Debug)]
 pub struct Ours {
     pub rate: Decimal,
+    /// Our value of a state-level figure other than a rate (`true`, `taxable`, …).
+    pub value: Option<String>,
     pub locality: Option<String>,
     /// Each layer as "level rate name [cite]", the state's first.
     pub layers: Vec<String>,
@@ -298,8 +395,74 @@ impl Audit<'_> {
     }
 }
 
+/// Compares one row of a state-level table with the state's figures as of `as_of` (the rate and local-tax flag in
+/// force; whether the probe sales of SaaS and of a digital good that `GET /rates` reports are taxable).
+fn check_state_row(reg: &Registry, format: Format, row: &Row, field: &str, as_of: NaiveDate) -> Outcome {
+    let Some(state) = state_index(&row.state) else {
+        return Outcome::Uncovered { reason: format!("{} is not one of the 51 jurisdictions", row.state) };
+    };
+    if row.value.as_deref() == Some("") {
+        return Outcome::Uncovered { reason: format!("the table states no {field} for {}", row.state) };
+    }
+    let r = match table::state_rates(reg, state, as_of) {
+        Ok(r) => r,
+        Err(e) => return Outcome::Uncovered { reason: format!("not determined as of {as_of}: {e:?}") },
+    };
+    let taxed = |d: &crate::engine::Determination| if table::taxable(d) { "taxable" } else { "exempt" };
+    let (agrees, ours) = match field {
+        "state_rate" => {
+            let c = &r.state_rate.citation;
+            let ours = Ours {
+                rate: r.rate(),
+                value: None,
+                locality: None,
+                layers: vec![format!("state {} [{}]", pct(r.rate()), c.cite)],
+                rules: vec![format!("states/{}.yaml state_rate", row.state.to_lowercase())],
+            };
+            ((r.rate() - row.rate).abs() <= row.tolerance, ours)
+        }
+        "local_taxes" => {
+            let v = r.has_local_taxes().to_string();
+            let cite = r.local_taxes.map(|d| d.citation.cite.clone()).unwrap_or_default();
+            let ours = Ours {
+                rate: Decimal::ZERO,
+                value: Some(v.clone()),
+                locality: None,
+                layers: vec![format!("local taxes {v} [{cite}]")],
+                rules: vec![format!("states/{}.yaml local_taxes", row.state.to_lowercase())],
+            };
+            (row.value.as_deref() == Some(v.as_str()), ours)
+        }
+        _ => {
+            let d = if field == "saas" { &r.saas } else { &r.digital_good };
+            let v = taxed(d).to_string();
+            let layers = d.legs.iter().map(|l| format!("{} {} [{}]", l.rule_id, l.result, l.citation.cite)).collect();
+            let rules = d.legs.iter().map(|l| l.rule_id.clone()).collect();
+            let ours = Ours { rate: Decimal::ZERO, value: Some(v.clone()), locality: None, layers, rules };
+            (row.value.as_deref() == Some(v.as_str()), ours)
+        }
+    };
+    if agrees {
+        return Outcome::Agrees;
+    }
+    let theirs = match field {
+        "state_rate" => row.rate.normalize().to_string(),
+        _ => row.value.clone().unwrap_or_default(),
+    };
+    let recorded = r.jurisdiction.divergences.iter().find(|d| d.table == format.id() && d.field == field && d.value == theirs);
+    match recorded {
+        Some(d) => {
+            Outcome::Recorded { ours, record: Record { table: d.table.clone(), reason: d.reason.clone(), citation: d.citation.clone() } }
+        }
+        None => Outcome::Disagrees { ours },
+    }
+}
+
 /// Compares one row with our determination as of `as_of`.
 pub fn check_row(reg: &Registry, format: Format, row: &Row, as_of: NaiveDate) -> Outcome {
+    if let Some(field) = row.field {
+        return check_state_row(reg, format, row, field, as_of);
+    }
     let Some(state) = state_index(&row.state) else {
         return Outcome::Uncovered { reason: format!("{} is not one of the 51 jurisdictions", row.state) };
     };
@@ -332,13 +495,13 @@ pub fn check_row(reg: &Registry, format: Format, row: &Row, as_of: NaiveDate) ->
     if area.is_some() {
         rules.push(format!("local/{}.yaml zip {}", row.state.to_lowercase(), row.zip));
     }
-    let ours = Ours { rate: det.combined_rate, locality: det.locality.clone(), layers, rules };
+    let ours = Ours { rate: det.combined_rate, value: None, locality: det.locality.clone(), layers, rules };
     let recorded = area
         .into_iter()
         .flat_map(|a| a.divergences.iter())
         .find(|d| d.table == format.id() && (d.rate - row.rate).abs() <= row.tolerance.max(Decimal::new(1, 5)));
     match recorded {
-        Some(d) => Outcome::Recorded { ours, divergence: d.clone() },
+        Some(d) => Outcome::Recorded { ours, record: d.into() },
         None => Outcome::Disagrees { ours },
     }
 }
@@ -380,6 +543,31 @@ fn by_state<'a, 'b>(a: &'b Audit<'a>, f: impl Fn(&Outcome) -> bool) -> BTreeMap<
     m
 }
 
+/// The table's figure as shown: the value of a state-level field, else the rate.
+fn theirs_shown(row: &Row) -> String {
+    match (&row.field, &row.value) {
+        (Some(f), Some(v)) => format!("{f} {v}"),
+        (Some(f), None) => format!("{f} {}", pct(row.rate)),
+        _ => pct(row.rate),
+    }
+}
+
+fn ours_shown(row: &Row, ours: &Ours) -> String {
+    match (&row.field, &ours.value) {
+        (Some(f), Some(v)) => format!("{f} {v}"),
+        (Some(f), None) => format!("{f} {}", pct(ours.rate)),
+        _ => pct(ours.rate),
+    }
+}
+
+fn place(row: &Row, ours: &Ours) -> String {
+    if row.zip.is_empty() {
+        row.state.clone()
+    } else {
+        format!("{} {}", row.zip, ours.locality.as_deref().unwrap_or("-"))
+    }
+}
+
 fn ours_text(s: &mut String, ours: &Ours) {
     let _ = writeln!(s, "      ours:  {}", ours.layers.join("; "));
     let _ = writeln!(s, "      rules: {}", ours.rules.join(", "));
@@ -406,14 +594,13 @@ pub fn render_text(audits: &[Audit]) -> String {
                     let Outcome::Disagrees { ours } = &c.outcome else { continue };
                     let _ = writeln!(
                         s,
-                        "    {} {} (line {}, as of {}): theirs {}, ours {} (tolerance {})",
-                        c.row.zip,
-                        ours.locality.as_deref().unwrap_or("-"),
+                        "    {} (line {}, as of {}): theirs {}, ours {}{}",
+                        place(c.row, ours),
                         c.row.line,
                         c.as_of,
-                        pct(c.row.rate),
-                        pct(ours.rate),
-                        pct(c.row.tolerance)
+                        theirs_shown(c.row),
+                        ours_shown(c.row, ours),
+                        if c.row.value.is_some() { String::new() } else { format!(" (tolerance {})", pct(c.row.tolerance)) }
                     );
                     ours_text(&mut s, ours);
                     if !c.row.note.is_empty() {
@@ -428,18 +615,17 @@ pub fn render_text(audits: &[Audit]) -> String {
             for (st, rows) in &rec {
                 let _ = writeln!(s, "  {st}");
                 for c in rows {
-                    let Outcome::Recorded { ours, divergence } = &c.outcome else { continue };
+                    let Outcome::Recorded { ours, record } = &c.outcome else { continue };
                     let _ = writeln!(
                         s,
-                        "    {} {} (line {}, as of {}): theirs {}, ours {}",
-                        c.row.zip,
-                        ours.locality.as_deref().unwrap_or("-"),
+                        "    {} (line {}, as of {}): theirs {}, ours {}",
+                        place(c.row, ours),
                         c.row.line,
                         c.as_of,
-                        pct(c.row.rate),
-                        pct(ours.rate)
+                        theirs_shown(c.row),
+                        ours_shown(c.row, ours)
                     );
-                    let _ = writeln!(s, "      reason: {} [{}]", divergence.reason, divergence.citation.cite);
+                    let _ = writeln!(s, "      reason: {} [{}]", record.reason, record.citation.cite);
                 }
             }
         }
@@ -457,11 +643,15 @@ pub fn render_text(audits: &[Audit]) -> String {
 fn checked_json(c: &Checked) -> Value {
     let mut v = json!({
         "state": c.row.state, "zip": c.row.zip, "line": c.row.line, "as_of": c.as_of.to_string(),
-        "theirs": c.row.rate.normalize().to_string(), "tolerance": c.row.tolerance.normalize().to_string(), "note": c.row.note,
+        "theirs": c.row.value.clone().unwrap_or_else(|| c.row.rate.normalize().to_string()),
+        "tolerance": c.row.tolerance.normalize().to_string(), "note": c.row.note,
     });
+    if let Some(f) = c.row.field {
+        v["field"] = json!(f);
+    }
     match &c.outcome {
         Outcome::Disagrees { ours } | Outcome::Recorded { ours, .. } => {
-            v["ours"] = json!(ours.rate.normalize().to_string());
+            v["ours"] = json!(ours.value.clone().unwrap_or_else(|| ours.rate.normalize().to_string()));
             v["locality"] = json!(ours.locality);
             v["layers"] = json!(ours.layers);
             v["rules"] = json!(ours.rules);
@@ -469,8 +659,8 @@ fn checked_json(c: &Checked) -> Value {
         Outcome::Uncovered { reason } => v["reason"] = json!(reason),
         Outcome::Agrees => {}
     }
-    if let Outcome::Recorded { divergence: d, .. } = &c.outcome {
-        v["divergence"] = json!({"table": d.table, "rate": d.rate.normalize().to_string(), "reason": d.reason, "cite": d.citation.cite, "url": d.citation.url});
+    if let Outcome::Recorded { record: d, .. } = &c.outcome {
+        v["divergence"] = json!({"table": d.table, "reason": d.reason, "cite": d.citation.cite, "url": d.citation.url});
     }
     v
 }
