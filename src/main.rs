@@ -92,6 +92,20 @@ enum RulesCommand {
         #[arg(long)]
         as_of: Option<String>,
     },
+    /// Compare our combined rate at each zip code of independent rate tables (Avalara's TAXRATES_ZIP5, the DOR
+    /// grid, or state,zip,rate) with theirs; exit 1 on any disagreement no rule file records.
+    AuditRates {
+        #[arg(required = true)]
+        tables: Vec<PathBuf>,
+        /// Compare every row as of this date (default: each table's own date, else today, UTC).
+        #[arg(long)]
+        as_of: Option<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value = "rules")]
+        rules: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -135,6 +149,7 @@ fn main() -> ExitCode {
                 levy::cli::explain(&rules, &request, as_of.as_deref(), nexus.as_deref(), json)
             }
             RulesCommand::Diff { old, new, as_of } => levy::cli::diff(&old, &new, as_of.as_deref()),
+            RulesCommand::AuditRates { tables, as_of, json, rules } => levy::cli::audit_rates(&rules, &tables, as_of.as_deref(), json),
         },
     };
     ExitCode::from(code)

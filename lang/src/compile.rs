@@ -22,6 +22,7 @@ pub struct JurisdictionParts {
     pub marketplace: Vec<Dated<Marketplace>>,
     /// Every rule's condition begins with a category test (R504).
     pub taxability: Vec<Rule<TaxOutcome>>,
+    pub divergences: Vec<StateDivergence>,
 }
 
 /// Every rule file of a directory, read and checked without errors.
@@ -88,5 +89,6 @@ fn jurisdiction(p: JurisdictionParts) -> Jurisdiction {
         taxability: p.taxability,
         by_category,
         content_types_named,
+        divergences: p.divergences,
     }
 }

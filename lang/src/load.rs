@@ -484,7 +484,17 @@ fn jurisdiction(
     let f = Fields::of(
         node,
         what,
-        &["jurisdiction", "name", "state_rate", "local_taxes", "sourcing", "economic_nexus", "marketplace_facilitator", "taxability"],
+        &[
+            "jurisdiction",
+            "name",
+            "state_rate",
+            "local_taxes",
+            "sourcing",
+            "economic_nexus",
+            "marketplace_facilitator",
+            "taxability",
+            "divergences",
+        ],
         d,
     )?;
     let code_node = f.req("jurisdiction", what, d)?;
@@ -648,6 +658,7 @@ fn jurisdiction(
         economic_nexus: economic_nexus?,
         marketplace: marketplace?,
         taxability,
+        divergences: f.get("divergences").map(|list| state_divergences(list, d)).unwrap_or_default(),
     })
 }
 
@@ -686,7 +697,7 @@ fn local(node: &Node, path: &Path, zips: &mut Vec<ZipArea>, listed: &mut HashMap
             );
             continue;
         }
-        let Some(z) = Fields::of(v, "a zip entry", &["locality", "layers"], d) else { continue };
+        let Some(z) = Fields::of(v, "a zip entry", &["locality", "layers", "divergences"], d) else { continue };
         let Some(locality) = z.req_str("locality", "a zip entry", d) else { continue };
         let mut layers = vec![];
         if let Some(list) = z.req("layers", "a zip entry", d) {
@@ -719,13 +730,110 @@ fn local(node: &Node, path: &Path, zips: &mut Vec<ZipArea>, listed: &mut HashMap
                 layers.iter().filter(|(l, _)| l.name == n).map(|(l, s)| check::Range { from: l.from, to: l.to, span: s }).collect();
             check::dated_ranges(&format!("zip {zip} layer `{n}`"), &mut ranges, None, false, d);
         }
+        let divergences = z.get("divergences").map(|list| divergences(list, d)).unwrap_or_default();
         if let Some(prev) = listed.get(&zip) {
             d.push(Diagnostic::error("R602", Some(&k.span), format!("zip `{zip}` is already listed for {}", STATES[*prev])));
             continue;
         }
         listed.insert(zip.clone(), state);
-        zips.push(ZipArea { zip, state, locality, layers: layers.into_iter().map(|(l, _)| l).collect() });
+        zips.push(ZipArea { zip, state, locality, layers: layers.into_iter().map(|(l, _)| l).collect(), divergences });
     }
+}
+
+/// A zip's `divergences:`: each names the other table, its figure, the reason and the primary source; a table
+/// and figure recorded twice is an error (R603).
+fn divergences(list: &Node, d: &mut Diags) -> Vec<Divergence> {
+    let what = "a divergence";
+    let mut out: Vec<Divergence> = vec![];
+    for item in seq(list, "divergences", d) {
+        let Some(f) = Fields::of(item, what, &["table", "rate", "reason", "cite", "url", "checked"], d) else { continue };
+        let table = f.req("table", what, d).and_then(|n| enum_value(n, ZIP_TABLES, "zip-level rate table", d));
+        let rate = f.req("rate", what, d).and_then(|n| read::percent(n, d));
+        let reason = f.req_str("reason", what, d);
+        if reason.as_deref().is_some_and(|r| r.trim().is_empty()) {
+            d.push(Diagnostic::error("R102", Some(&item.span), "a divergence has an empty `reason`"));
+            continue;
+        }
+        let citation = f.citation(what, d);
+        let (Some(table), Some(rate), Some(reason), Some(citation)) = (table, rate, reason, citation) else { continue };
+        let table = ZIP_TABLES[table as usize].to_string();
+        if out.iter().any(|o| o.table == table && o.rate == rate) {
+            d.push(Diagnostic::error(
+                "R603",
+                Some(&item.span),
+                format!("a divergence from `{table}` at {}% is recorded twice", (rate * rust_decimal::Decimal::from(100)).normalize()),
+            ));
+            continue;
+        }
+        out.push(Divergence { table, rate, reason, citation });
+    }
+    out
+}
+
+/// A state file's `divergences:`: each names the state-level table, the field, the table's value, the reason and
+/// the primary source; a table, field and value recorded twice is an error (R603).
+fn state_divergences(list: &Node, d: &mut Diags) -> Vec<StateDivergence> {
+    let what = "a divergence";
+    let mut out: Vec<StateDivergence> = vec![];
+    for item in seq(list, "divergences", d) {
+        let Some(f) = Fields::of(item, what, &["table", "field", "value", "reason", "cite", "url", "checked"], d) else { continue };
+        let table = f.req("table", what, d).and_then(|n| enum_value(n, RATE_TABLES, "rate table", d));
+        let fields: Vec<&str> = STATE_FIELDS.iter().map(|(name, _)| *name).collect();
+        let field_node = f.req("field", what, d);
+        let field = field_node.and_then(|n| {
+            let text = n.as_scalar().unwrap_or("");
+            match fields.iter().position(|x| *x == text) {
+                Some(i) => Some(i),
+                None => {
+                    d.push(
+                        Diagnostic::error("R205", Some(&n.span), format!("`{text}` is not a state-level field"))
+                            .suggest(text, fields.iter().copied())
+                            .with_help_if_none(&format!("fields: {}", fields.join(", "))),
+                    );
+                    None
+                }
+            }
+        });
+        let (Some(table), Some(field), Some(field_node)) = (table, field, field_node) else { continue };
+        let (field_name, field_table) = STATE_FIELDS[field];
+        let table = RATE_TABLES[table as usize];
+        if table != field_table {
+            d.push(Diagnostic::error(
+                "R205",
+                Some(&field_node.span),
+                format!("`{field_name}` is a figure of the `{field_table}` table, not of `{table}`"),
+            ));
+            continue;
+        }
+        let value = f.req("value", what, d).and_then(|n| match field_name {
+            "state_rate" => read::percent(n, d).map(|v| v.normalize().to_string()),
+            "local_taxes" => match n.as_scalar() {
+                Some(b @ ("true" | "false")) => Some(b.to_string()),
+                other => {
+                    d.push(Diagnostic::error("R108", Some(&n.span), format!("`{}` is not true or false", other.unwrap_or(""))));
+                    None
+                }
+            },
+            _ => enum_value(n, TAXABILITY_VALUES, "taxability value", d).map(|i| TAXABILITY_VALUES[i as usize].to_string()),
+        });
+        let reason = f.req_str("reason", what, d);
+        if reason.as_deref().is_some_and(|r| r.trim().is_empty()) {
+            d.push(Diagnostic::error("R102", Some(&item.span), "a divergence has an empty `reason`"));
+            continue;
+        }
+        let citation = f.citation(what, d);
+        let (Some(value), Some(reason), Some(citation)) = (value, reason, citation) else { continue };
+        if out.iter().any(|o| o.table == table && o.field == field_name && o.value == value) {
+            d.push(Diagnostic::error(
+                "R603",
+                Some(&item.span),
+                format!("a divergence from `{table}` on `{field_name}` at `{value}` is recorded twice"),
+            ));
+            continue;
+        }
+        out.push(StateDivergence { table: table.to_string(), field: field_name.to_string(), value, reason, citation });
+    }
+    out
 }
 
 fn special(node: &Node, coverage_from: NaiveDate, ids: &mut HashMap<String, Span>, d: &mut Diags) -> Vec<SpecialTax> {

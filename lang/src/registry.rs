@@ -103,6 +103,25 @@ pub struct Jurisdiction {
     pub by_category: Vec<Vec<u32>>,
     /// Values of `digital_content_type` that some rule of this jurisdiction names.
     pub content_types_named: Vec<u16>,
+    /// Known disagreements of a state-level table with this jurisdiction's figures (`divergences:`).
+    pub divergences: Vec<StateDivergence>,
+}
+
+/// A recorded, explained disagreement of a state-level table (the state-rate table, the SaaS summary) with one
+/// of a jurisdiction's figures: `levy rules audit-rates` lists a row that matches one apart and does not fail on it.
+#[derive(Clone, Debug)]
+pub struct StateDivergence {
+    /// The other table, `state_rates` or `saas_taxability` (of [`crate::schema::RATE_TABLES`]).
+    pub table: String,
+    /// The figure compared, one of [`crate::schema::STATE_FIELDS`]: `state_rate` and `local_taxes` (state_rates),
+    /// `saas` and `digital_goods` (saas_taxability).
+    pub field: String,
+    /// The table's value in canonical form: a rate as a fraction (`0.065`), `true`/`false`, or
+    /// `taxable`/`exempt`/`local_only`.
+    pub value: String,
+    pub reason: String,
+    /// The primary source our figure rests on.
+    pub citation: Citation,
 }
 
 #[derive(Clone, Debug)]
@@ -121,6 +140,22 @@ pub struct ZipArea {
     pub state: usize,
     pub locality: String,
     pub layers: Vec<LocalLayer>,
+    /// Known disagreements with an independent rate table (`divergences:`), each with its reason and source.
+    pub divergences: Vec<Divergence>,
+}
+
+/// A recorded, explained disagreement between our combined rate at a zip code and another table's figure
+/// there: `levy rules audit-rates` lists a row that matches one apart and does not fail on it.
+#[derive(Clone, Debug)]
+pub struct Divergence {
+    /// The other table, one of [`crate::schema::ZIP_TABLES`].
+    pub table: String,
+    /// The other table's combined rate (a fraction: 0.0925 for 9.25%).
+    pub rate: Decimal,
+    /// Why the other figure is not ours (a zip spanning jurisdictions, the table's own caveat, ...).
+    pub reason: String,
+    /// The primary source our figure rests on.
+    pub citation: Citation,
 }
 
 #[derive(Debug)]

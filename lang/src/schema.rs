@@ -232,3 +232,17 @@ pub const NEXUS_PERIODS: &[&str] = &[
 ];
 pub const SALES_MEASURES: &[&str] = &["gross", "retail", "taxable"];
 pub const LOCAL_LEVELS: &[&str] = &["county", "city", "special_district"];
+
+/// The independent rate tables a zip's `divergences:` may name, one per format `levy rules audit-rates` reads:
+/// Avalara's ZIP5 estimates, the OpenSalesTax grid of DOR-published rates, and a plain `state,zip,rate` CSV.
+pub const RATE_TABLES: &[&str] = &["avalara_zip5", "dor_grid", "state_zip_rate", "state_rates", "saas_taxability"];
+
+/// The tables a zip's `divergences:` may name (the rest are state-level).
+pub const ZIP_TABLES: &[&str] = &["avalara_zip5", "dor_grid", "state_zip_rate"];
+
+/// The state-level figures a state file's `divergences:` may name, with the table that gives each.
+pub const STATE_FIELDS: &[(&str, &str)] =
+    &[("state_rate", "state_rates"), ("local_taxes", "state_rates"), ("saas", "saas_taxability"), ("digital_goods", "saas_taxability")];
+
+/// The taxability values the SaaS summary gives.
+pub const TAXABILITY_VALUES: &[&str] = &["taxable", "exempt", "local_only"];

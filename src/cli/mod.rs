@@ -1,6 +1,7 @@
 //! The analysts' commands. Each returns the process exit code and prints for a person.
 
 pub mod accounts;
+pub mod audit;
 mod diff;
 mod explain;
 
@@ -13,6 +14,7 @@ use crate::rules::load::{load_or_report, partial_from_env, print_diagnostics};
 use crate::rules::report;
 use crate::scenarios::run_case;
 
+pub use audit::audit_rates;
 pub use diff::{diff, diff_report};
 pub use explain::{explain, explain_text};
 
