@@ -17,6 +17,8 @@ pub struct Limits {
     pub verify_per_minute: i64,
     /// Keyless POST /verify calls per IP per UTC day.
     pub verify_per_day: i64,
+    /// Refused pay-per-call attempts (x402 or MPP) per IP per minute.
+    pub payment_failures_per_address: i64,
     /// Keyless reads of the network directory and feed per IP per minute, and per UTC day.
     pub network_per_minute: i64,
     pub network_per_day: i64,
@@ -42,6 +44,7 @@ impl Default for Limits {
             demo_per_day: 50,
             verify_per_minute: 30,
             verify_per_day: 300,
+            payment_failures_per_address: 30,
             network_per_minute: 60,
             network_per_day: 2000,
             login_failures_per_account: 10,
@@ -69,6 +72,7 @@ impl Limits {
             demo_per_day: env_number("LEVY_DEMO_DAY_LIMIT", d.demo_per_day),
             verify_per_minute: env_number("LEVY_VERIFY_MINUTE_LIMIT", d.verify_per_minute),
             verify_per_day: env_number("LEVY_VERIFY_DAY_LIMIT", d.verify_per_day),
+            payment_failures_per_address: env_number("LEVY_PAYMENT_FAILURE_LIMIT", d.payment_failures_per_address),
             network_per_minute: env_number("LEVY_NETWORK_MINUTE_LIMIT", d.network_per_minute),
             network_per_day: env_number("LEVY_NETWORK_DAY_LIMIT", d.network_per_day),
             login_failures_per_account: env_number("LEVY_LOGIN_ACCOUNT_LIMIT", d.login_failures_per_account),

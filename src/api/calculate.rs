@@ -97,7 +97,7 @@ pub enum CalculateErrors {
     /// IDEMPOTENCY_KEY_CONFLICT (same key, different body) or RESOURCE_CONFLICT (same key still running after 5 s; Retry-After sent).
     #[oai(status = 409)]
     Conflict(Json<ErrorEnvelope>),
-    /// RATE_LIMITED: the key's 120 calls per 60 s or the demo's 30 per minute (Retry-After sent), or the free plan's monthly allowance (error says Monthly limit reached; no Retry-After).
+    /// RATE_LIMITED: the key's 120 calls per 60 s, the demo's 30 per minute, or 30 refused payments (x402, MPP) per minute from one address (Retry-After sent), or the free plan's monthly allowance (error says Monthly limit reached; no Retry-After).
     #[oai(status = 429)]
     TooManyRequests(Json<ErrorEnvelope>),
     /// DB_UNAVAILABLE: the database, the x402 facilitator or the MPP payment processor of a paid call does not
@@ -171,15 +171,21 @@ impl CalculateApi {
     ) -> Result<CalculateResponse, CalculateErrors> {
         let s = &self.0;
         let Some(key) = auth.key() else {
-            if let Some(credential) = super::mpp::credential_header(req) {
-                let text = s.mpp_calculation(req, &credential, super::idempotency::header_text(req).as_deref(), &body).await?;
-                return Ok(CalculateResponse::Ok(JsonText::new(text)));
-            }
-            if let Some(payment) = super::paid::payment_header(req) {
-                let text = s.paid_calculation(req, payment, super::idempotency::header_text(req).as_deref(), &body).await?;
-                return Ok(CalculateResponse::Ok(JsonText::new(text)));
-            }
-            return Ok(s.demo_calculation(req, &body).await?);
+            let idempotency_key = super::idempotency::header_text(req);
+            let paid = match (super::mpp::credential_header(req), super::paid::payment_header(req)) {
+                (Some(credential), _) => {
+                    s.check_payment_attempt(&client_ip()).await?;
+                    s.mpp_calculation(req, &credential, idempotency_key.as_deref(), &body).await
+                }
+                (None, Some(payment)) => {
+                    s.check_payment_attempt(&client_ip()).await?;
+                    s.paid_calculation(req, payment, idempotency_key.as_deref(), &body).await
+                }
+                (None, None) => return Ok(s.demo_calculation(req, &body).await?),
+            };
+            let text = paid?;
+            s.payment_taken(&client_ip()).await;
+            return Ok(CalculateResponse::Ok(JsonText::new(text)));
         };
         match s.keyed_calculation(&key, super::idempotency::header_text(req).as_deref(), &body).await {
             Ok(text) => Ok(CalculateResponse::Ok(JsonText::new(text))),

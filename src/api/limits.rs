@@ -40,6 +40,10 @@ fn login_address(ip: &str) -> String {
 }
 
 /// The 429 of a window used up, with Retry-After: the seconds until it ends.
+fn payment_attempts(ip: &str) -> String {
+    format!("payment-attempts:{ip}")
+}
+
 fn window_used_up(now_ms: i64, window_end_ms: i64, message: String) -> ApiError {
     set_header("Retry-After", ceil_seconds(window_end_ms - now_ms).max(1));
     ApiError::rate_limited(message)
@@ -206,6 +210,31 @@ impl AppState {
 }
 
 impl AppState {
+    /// Counts a pay-per-call attempt (x402 or MPP) from the client's address in its minute, before the payment is
+    /// checked; past the limit, 429 with Retry-After. A call whose payment is taken gives its attempt back
+    /// ([`AppState::payment_taken`]), so what the window holds is refused payments (and attempts still running):
+    /// each refused credential may have cost a call to the facilitator or the processor.
+    pub async fn check_payment_attempt(&self, ip: &str) -> Result<(), ApiError> {
+        let now = self.clock.now_ms();
+        let (count, end) = self.count_in_window(&payment_attempts(ip), now, MINUTE_MS, 1).await?;
+        let limit = self.limits.payment_failures_per_address;
+        if count > limit {
+            return Err(window_used_up(
+                now,
+                end,
+                format!("too many refused payments from this address in a minute (at most {limit}); retry later"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A paid call answered: its attempt is given back (a failure to do so is logged: the call is answered).
+    pub async fn payment_taken(&self, ip: &str) {
+        if let Err(e) = self.count_in_window(&payment_attempts(ip), self.clock.now_ms(), MINUTE_MS, -1).await {
+            tracing::warn!(error = %e.message, "a paid call's attempt was not given back");
+        }
+    }
+
     /// Counts a keyless POST /verify call for the client's address (every call, whatever its outcome), in a
     /// per-minute and a per-UTC-day window; past either, 429 RATE_LIMITED with Retry-After (the end of the window).
     pub async fn check_verify(&self, ip: &str) -> Result<(), ApiError> {

@@ -430,3 +430,29 @@ crate::on_each_backend!(
     a_payment_whose_call_is_not_recorded_is_answered_on_retry,
     mpp_off_says_so
 );
+
+/// Refused payments are bounded per address: past the limit a minute, 429 with Retry-After, and another address
+/// is not affected. (Payments of either protocol count in the one window.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_payments_are_limited_per_address() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let limits = Limits { payment_failures_per_address: 2, ..Limits::default() };
+        let Some(app) = TestApp::start_paid(backend, limits, None, &Payments::default()).await else { continue };
+        let body = sale().to_string();
+        let from = |ip: &'static str, header: (&'static str, &'static str)| {
+            let app = &app;
+            let body = body.clone();
+            async move { app.request("POST", "/api/v1/calculate", None, &[("X-Forwarded-For", ip), header], Some(&body)).await }
+        };
+        let r = from("203.0.113.20", ("Authorization", "Payment eyJ9")).await;
+        assert_eq!((r.status, r.code()), (402, "PAYMENT_REQUIRED"), "{}", r.text);
+        let r = from("203.0.113.20", ("X-PAYMENT", "bm90LWEtcGF5bWVudA")).await;
+        assert_eq!(r.status, 402, "{}", r.text);
+        let r = from("203.0.113.20", ("Authorization", "Payment eyJ9")).await;
+        assert_eq!((r.status, r.code()), (429, "RATE_LIMITED"), "{}", r.text);
+        // The paid instances' clock is the real time: the minute ends within 60 s.
+        let wait: i64 = r.header("retry-after").and_then(|v| v.parse().ok()).expect("Retry-After");
+        assert!((1..=60).contains(&wait), "{wait}");
+        assert_eq!(from("203.0.113.21", ("Authorization", "Payment eyJ9")).await.status, 402, "another address");
+    }
+}
