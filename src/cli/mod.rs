@@ -3,6 +3,7 @@
 pub mod accounts;
 mod diff;
 mod explain;
+pub mod partners;
 
 use std::path::Path;
 
