@@ -314,3 +314,8 @@ documented!(
         ..MetaSchema::new("string")
     }
 );
+
+documented!(
+    /// How many users `per_user` lists at most: 1 to 5000 (the default).
+    PerUserCap => MetaSchema { minimum: Some(1.0), maximum: Some(crate::partners::PER_USER_CAP as f64), ..MetaSchema::new("integer") }
+);
