@@ -48,6 +48,11 @@ pub fn new_claim_token() -> String {
     format!("clm_{}", random_hex(32))
 }
 
+/// True when the text has the shape of a claim token.
+pub fn looks_like_claim_token(token: &str) -> bool {
+    token.strip_prefix("clm_").is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+}
+
 /// A slug: 2 to 64 of a–z 0–9 and `-`, starting with a letter or digit.
 pub fn valid_slug(s: &str) -> bool {
     (2..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') && !s.starts_with('-')
@@ -150,9 +155,9 @@ impl Period {
         let mut date = |name: &str, text: Option<&str>, default: NaiveDate| match text {
             None => Some(default),
             Some(t) => match NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-                Ok(d) if (2000..=2100).contains(&d.year()) && t.len() == 10 => Some(d),
+                Ok(d) if t.len() == 10 => Some(d),
                 _ => {
-                    errors.push(format!("{name}: `{t}` is not a date (YYYY-MM-DD, years 2000 to 2100)"));
+                    errors.push(format!("{name}: `{t}` is not a date (YYYY-MM-DD)"));
                     None
                 }
             },
@@ -248,6 +253,8 @@ mod tests {
     #[test]
     fn keys_and_terms() {
         assert!(looks_like_partner_key(&new_partner_key()));
+        assert!(looks_like_claim_token(&new_claim_token()));
+        assert!(!looks_like_claim_token("clm_0") && !looks_like_claim_token(&format!("clm_{}", "A".repeat(64))));
         assert!(!looks_like_partner_key("svc_live_00000000000000000000000000000000"));
         assert_eq!(parse_revshare("12.5").unwrap().to_string(), "12.5");
         assert!(parse_revshare("100.01").is_err() && parse_revshare("1.234").is_err() && parse_revshare("-1").is_err());

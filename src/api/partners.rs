@@ -18,7 +18,7 @@ use super::context::set_header;
 use super::error::{ApiError, ErrorCode};
 use super::keys::new_key;
 use super::payload::{JsonBody, JsonText};
-use super::schema::param::{IsoDate, Param, PerUserCap, ShortText};
+use super::schema::param::{ClaimToken, IsoDate, Param, PerUserCap, ShortText};
 use super::schema::partners::{
     ClaimRequest, ClaimResponse, PartnerEventAck, PartnerEventBody, PartnerRevshare, PartnerUsage, ProvisionRequest, ProvisionResponse,
 };
@@ -307,8 +307,8 @@ impl PartnersApi {
     #[oai(path = "/partner/claim", method = "post", operation_id = "partnerClaim")]
     async fn claim(
         &self,
-        /// The claim token of the link (`clm_…`).
-        token: Query<Option<Param<ShortText>>>,
+        /// The claim token of the link.
+        token: Query<Param<ClaimToken>>,
         body: JsonBody<ClaimRequest>,
     ) -> Result<ClaimResponses, ClaimErrors> {
         let s = &self.0;
@@ -322,9 +322,9 @@ impl PartnersApi {
             }
         }
         let password = c.text(obj, "password", true, 8, 1024);
-        let token = token.0.map(|t| t.0).unwrap_or_default();
-        if token.is_empty() {
-            c.err("token", "is required: the claim link's token query parameter");
+        let token = token.0 .0;
+        if !terms::looks_like_claim_token(&token) {
+            c.err("token", "is not a claim link's token: clm_ followed by 64 lowercase hex characters");
         }
         let (Some(email), Some(password)) = (email, password) else { return Err(ApiError::fields(&c.errors).into()) };
         if !c.errors.is_empty() {
@@ -356,7 +356,8 @@ impl PartnersApi {
     /// Calls (ledger rows: keyed calculate calls and ingested records) of the partner's provisioned users in the
     /// period, `from` to `to` (UTC dates, both included; by default the current calendar month). The first
     /// `free_calls_per_user` calls of each user in each calendar month are free; the rest are billable at the
-    /// partner's wholesale price. `per_user` lists at most `per_user_cap` users (5000 by default), in the order they
+    /// partner's wholesale price. `to` may not be before `from`, and a period covers at most 366 days (400
+    /// otherwise). `per_user` lists at most `per_user_cap` users (5000 by default), in the order they
     /// were provisioned; the totals cover all of them. `partner_user_id` narrows the report to one of the partner's
     /// users (another partner's is 403).
     #[oai(path = "/partner/usage", method = "get", operation_id = "partnerUsage")]
@@ -452,7 +453,7 @@ impl PartnersApi {
     /// the period (`from` to `to`, UTC dates; by default the current month) in the account's window. The window runs
     /// from the first upgrade to 12 months after it (`window_ends_at`); a month counts when the window holds its last
     /// moment, so the month of the upgrade counts and 12 months count in all. Accounts that contribute nothing in the
-    /// period are not listed.
+    /// period are not listed. `to` may not be before `from`, and a period covers at most 366 days (400 otherwise).
     #[oai(path = "/partner/revshare", method = "get", operation_id = "partnerRevshare")]
     async fn revshare(
         &self,

@@ -141,8 +141,12 @@ async fn claim_links_are_single_use_and_expire(app: TestApp) {
     let again = app.post(path, None, &json!({"email": "eve@example.com", "password": "a long password"})).await;
     assert_eq!((again.status, again.code()), (409, "RESOURCE_CONFLICT"), "{}", again.text);
     assert!(again.json["error"].as_str().unwrap().contains("was used"));
-    let unknown = app.post("/api/v1/partner/claim?token=clm_nothing", None, &body).await;
+    let unknown = app.post(&format!("/api/v1/partner/claim?token=clm_{}", "0".repeat(64)), None, &body).await;
     assert_eq!((unknown.status, unknown.code()), (404, "RESOURCE_NOT_FOUND"));
+    let malformed = app.post("/api/v1/partner/claim?token=clm_nothing", None, &json!({"email": "x", "password": "short"})).await;
+    assert_eq!(malformed.status, 400);
+    assert_eq!(malformed.errors().len(), 3, "email, password and token: {:?}", malformed.errors());
+    assert_eq!(app.post("/api/v1/partner/claim", None, &body).await.status, 400, "no token");
     // Expired: 7 days and a second later, a clear 400 naming the token.
     let second = provision(&app, &p, "user-2").await;
     let url = second.json["claim_url"].as_str().unwrap();

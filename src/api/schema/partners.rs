@@ -6,9 +6,9 @@ use poem_openapi::Object;
 #[derive(Object)]
 #[oai(deny_unknown_fields)]
 pub struct ProvisionRequest {
-    /// The partner's id for its user, 1 to 256 characters (no control characters): the idempotency key. A repeat
+    /// The partner's id for its user, 1 to 256 characters, no control characters (U+0000–U+001F, U+007F–U+009F): the idempotency key. A repeat
     /// finds the account provisioned before.
-    #[oai(validator(min_length = 1, max_length = 256))]
+    #[oai(validator(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"))]
     pub external_id: String,
     /// The user's email as the partner knows it (kept with the partner user; the account's own email is the one
     /// set when the user claims it).
@@ -175,7 +175,8 @@ pub struct PartnerRevshare {
 #[derive(Object)]
 #[oai(deny_unknown_fields)]
 pub struct PartnerEventBody {
-    #[oai(validator(min_length = 1, max_length = 256))]
+    /// The partner's id for its user, 1 to 256 characters, no control characters (U+0000–U+001F, U+007F–U+009F).
+    #[oai(validator(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"))]
     pub external_id: String,
     #[oai(validator(max_length = 320, pattern = r"^[^@\s\u0085]+@[^@\s\u0085.][^@\s\u0085]*\.[^@\s\u0085]*[^@\s\u0085.]$"))]
     pub email: Option<String>,
