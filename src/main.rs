@@ -46,6 +46,14 @@ enum Command {
         #[command(subcommand)]
         command: AccountsCommand,
     },
+    /// The operator's partner commands: create, list, deactivate, reactivate, rotate-secret, set-terms.
+    Partners {
+        /// Database URL (overrides DATABASE_URL).
+        #[arg(long, global = true)]
+        database_url: Option<String>,
+        #[command(subcommand)]
+        command: PartnersCommand,
+    },
     /// Work with the rule files: check, test, explain, diff.
     Rules {
         #[command(subcommand)]
@@ -134,6 +142,69 @@ enum AccountsCommand {
     },
 }
 
+/// A partner's terms on the command line.
+#[derive(clap::Args)]
+struct PartnerTerms {
+    /// The revenue share, in percent (0 to 100, at most 2 decimal places).
+    #[arg(long)]
+    revshare: Option<String>,
+    /// The wholesale price of a billable call, in USD (at most 6 decimal places).
+    #[arg(long)]
+    wholesale_per_call: Option<String>,
+    /// Calls per provisioned user per calendar month that are not billed (default 0).
+    #[arg(long)]
+    free_calls_per_user: Option<i64>,
+    /// Partner-route calls per minute, `N/min` (default 600/min).
+    #[arg(long)]
+    rate_limit: Option<String>,
+}
+
+impl PartnerTerms {
+    fn terms(self) -> levy::cli::partners::Terms {
+        levy::cli::partners::Terms {
+            revshare: self.revshare,
+            wholesale_per_call: self.wholesale_per_call,
+            free_calls_per_user: self.free_calls_per_user,
+            rate_limit: self.rate_limit,
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum PartnersCommand {
+    /// Create a partner: prints its key and webhook signing secret, once.
+    Create {
+        #[arg(long)]
+        slug: String,
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        terms: PartnerTerms,
+    },
+    /// Every partner with its terms (never its key or secret).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Refuse the partner's key and webhooks (403) until it is reactivated.
+    Deactivate {
+        slug: String,
+    },
+    Reactivate {
+        slug: String,
+    },
+    /// A new webhook signing secret, printed once; the previous one still verifies for 24 hours.
+    RotateSecret {
+        slug: String,
+    },
+    /// Change a partner's terms from now on (a revenue share locked by an account's first upgrade stays).
+    SetTerms {
+        slug: String,
+        #[command(flatten)]
+        terms: PartnerTerms,
+    },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
@@ -142,6 +213,7 @@ fn main() -> ExitCode {
         Some(Command::Migrate { database_url }) => migrate(database_url),
         Some(Command::Openapi) => openapi(),
         Some(Command::Accounts { database_url, command }) => accounts(database_url, command),
+        Some(Command::Partners { database_url, command }) => partners(database_url, command),
         Some(Command::Rules { command }) => match command {
             RulesCommand::Check { dir } => levy::cli::check(&dir),
             RulesCommand::Test { dir, filter } => levy::cli::test(&dir, filter.as_deref()),
@@ -221,6 +293,37 @@ fn accounts(database_url: Option<String>, command: AccountsCommand) -> u8 {
             AccountsCommand::SetPlan { email, plan, product } => accounts::set_plan(&store, &plans, &email, &plan, &product).await,
             AccountsCommand::List { json } => accounts::list(&store, &plans, now_ms, json).await,
             AccountsCommand::Usage { month, format } => accounts::usage(&store, &plans, now_ms, month.as_deref(), &format).await,
+        }
+    });
+    match result {
+        Ok(text) => {
+            println!("{text}");
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+fn partners(database_url: Option<String>, command: PartnersCommand) -> u8 {
+    let mut config = levy::config::Config::from_env();
+    if let Some(u) = database_url {
+        config.database_url = u;
+    }
+    let Some(rt) = runtime() else { return 1 };
+    let result = rt.block_on(async {
+        let store = levy::server::connect_and_migrate(&config.database_url).await?;
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        use levy::cli::partners;
+        match command {
+            PartnersCommand::Create { slug, name, terms } => partners::create(&store, &slug, &name, &terms.terms(), now_ms).await,
+            PartnersCommand::List { json } => partners::list(&store, json).await,
+            PartnersCommand::Deactivate { slug } => partners::set_active(&store, &slug, false).await,
+            PartnersCommand::Reactivate { slug } => partners::set_active(&store, &slug, true).await,
+            PartnersCommand::RotateSecret { slug } => partners::rotate_secret(&store, &slug, now_ms).await,
+            PartnersCommand::SetTerms { slug, terms } => partners::set_terms(&store, &slug, &terms.terms()).await,
         }
     });
     match result {

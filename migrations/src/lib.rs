@@ -17,6 +17,7 @@ mod m20261126_000002_create_wallets;
 mod m20261126_000003_create_mpp_payments;
 mod m20261126_000004_create_billing;
 mod m20261126_000005_create_network;
+mod m20261126_000006_create_partners;
 
 pub struct Migrator;
 
@@ -35,6 +36,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000003_create_mpp_payments::Migration),
             Box::new(m20261126_000004_create_billing::Migration),
             Box::new(m20261126_000005_create_network::Migration),
+            Box::new(m20261126_000006_create_partners::Migration),
         ]
     }
 }

@@ -121,7 +121,7 @@ struct Signup {
 }
 
 /// Argon2 work, off the request threads (it takes tens of milliseconds of CPU by design).
-async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+pub(crate) async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(work).await.map_err(ApiError::internal)
 }
 

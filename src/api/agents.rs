@@ -66,6 +66,8 @@ pub enum Credentials {
     /// A key, or nothing (the keyless demo of calculate).
     KeyOrNone,
     Session,
+    /// A partner key (`partner_live_…`), issued out of band.
+    Partner,
 }
 
 impl Credentials {
@@ -73,6 +75,9 @@ impl Credentials {
         let Some(list) = op["security"].as_array() else { return Credentials::None };
         let names: Vec<&str> = list.iter().filter_map(|s| s.as_object()).flat_map(|o| o.keys().map(String::as_str)).collect();
         let optional = list.iter().any(|s| s.as_object().is_some_and(|o| o.is_empty()));
+        if names.contains(&"PartnerKeyHeader") {
+            return Credentials::Partner;
+        }
         match (names.contains(&"SessionToken"), names.contains(&"ApiKeyHeader"), optional) {
             (true, _, _) => Credentials::Session,
             (_, true, true) => Credentials::KeyOrNone,
@@ -87,6 +92,7 @@ impl Credentials {
             Credentials::Key => "API key",
             Credentials::KeyOrNone => "API key, or none (demo)",
             Credentials::Session => "session token",
+            Credentials::Partner => "partner key",
         }
     }
 }
@@ -138,6 +144,7 @@ pub fn call(op: &Operation, example: &Example) -> Call {
     match credentials {
         Credentials::Key | Credentials::KeyOrNone => headers.push(("X-API-Key".to_string(), "<API_KEY>".to_string())),
         Credentials::Session => headers.push(("Authorization".to_string(), "Bearer <SESSION_TOKEN>".to_string())),
+        Credentials::Partner => headers.push(("X-API-Key".to_string(), "<PARTNER_KEY>".to_string())),
         Credentials::None => {}
     }
     for (name, value) in &example.headers {
@@ -244,6 +251,9 @@ pub fn guide(doc: &str, state: &AppState) -> String {
     ));
     line("  Session token: POST /api/v1/auth/login answers one; send it as Authorization: Bearer <SESSION_TOKEN> to the");
     line("    operations marked \"session token\" below.");
+    line("  Partner key: platforms that provision accounts for their users get a key partner_live_… from the operator; send");
+    line("    it as X-API-Key: <PARTNER_KEY> (or Authorization: Bearer) to the operations marked \"partner key\". Their");
+    line("    webhook is signed instead (X-Service-Signature, see POST /api/v1/partner/webhook).");
     line(&format!(
         "  Demo: no credentials, on POST /api/v1/calculate only: {} calls per minute and {} per UTC day per address; answers",
         limits.demo_per_minute, limits.demo_per_day

@@ -130,3 +130,30 @@ impl AppState {
             .ok_or_else(|| ApiError::unauthorized("unknown or expired session token; log in again"))
     }
 }
+
+/// A partner provisioning key (`partner_live_` followed by 32 hex characters), issued out of band, in the X-API-Key
+/// header.
+#[derive(SecurityScheme)]
+#[oai(rename = "PartnerKeyHeader", ty = "api_key", key_name = "X-API-Key", key_in = "header")]
+pub struct PartnerKeyHeader(ApiKey);
+
+/// A partner provisioning key sent as `Authorization: Bearer partner_live_…`.
+#[derive(SecurityScheme)]
+#[oai(rename = "PartnerKeyBearer", ty = "bearer")]
+pub struct PartnerKeyBearer(Bearer);
+
+/// A partner key, in either header.
+#[derive(SecurityScheme)]
+pub enum PartnerAuth {
+    Header(PartnerKeyHeader),
+    Bearer(PartnerKeyBearer),
+}
+
+impl PartnerAuth {
+    pub fn raw(&self) -> &str {
+        match self {
+            PartnerAuth::Header(h) => &h.0.key,
+            PartnerAuth::Bearer(b) => &b.0.token,
+        }
+    }
+}

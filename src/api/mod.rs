@@ -24,6 +24,7 @@ mod mpp;
 mod network;
 mod nexus;
 mod paid;
+mod partners;
 pub mod pricing;
 mod rates;
 mod report;
@@ -174,6 +175,9 @@ pub enum ApiTags {
     Guide,
     /// The blog, the onboarding guide and the optimization report.
     Guides,
+    /// The partner program: platforms provision accounts for their users (claim links), read their usage and revenue
+    /// share, and send signed events.
+    Partners,
 }
 
 pub use crate::engine::render::API_VERSION;
@@ -198,7 +202,8 @@ pub type Apis = (
     agents::AgentsApi,
     rates::PublicRatesApi,
     guides::GuidesApi,
-    report::ReportApi,
+    // poem-openapi implements OpenApi for tuples of up to 16: further APIs are nested.
+    (report::ReportApi, partners::PartnersApi),
 );
 
 pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
@@ -218,7 +223,7 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         agents::AgentsApi(state.clone()),
         rates::PublicRatesApi(state.clone()),
         guides::GuidesApi(state.clone()),
-        report::ReportApi(state),
+        (report::ReportApi(state.clone()), partners::PartnersApi(state)),
     );
     OpenApiService::new(apis, "levy tax-intelligence API", INTERFACE_VERSION)
         .description(

@@ -18,7 +18,7 @@ pub async fn set_plan(store: &Store, plans: &Plans, email: &str, plan: &str, pro
         return Err(format!("`{plan}` is not a plan of the plans file: {}{hint}", ids.join(", ")));
     }
     let email = email.trim().to_ascii_lowercase();
-    match store.set_plan(&email, product, plan).await.map_err(|e| e.to_string())? {
+    match store.set_plan(&email, product, plan, chrono::Utc::now().timestamp_millis()).await.map_err(|e| e.to_string())? {
         Some(a) => Ok(format!("ok: {} ({}) is on the {plan} plan for {}, from its next call", a.email, a.id, product.id())),
         None => Err(format!("no account has the email {email}")),
     }

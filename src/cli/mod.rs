@@ -4,6 +4,7 @@ pub mod accounts;
 pub mod audit;
 mod diff;
 mod explain;
+pub mod partners;
 
 use std::path::Path;
 

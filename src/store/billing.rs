@@ -69,7 +69,7 @@ impl Store {
         let result = match account {
             Some(mut a) => {
                 let outcome = apply(&mut a, &event.change, event.created_ms);
-                save_plans(&txn, &a).await?;
+                save_plans(&txn, &a, now_ms).await?;
                 Applied::Applied { entity_id: a.id, outcome }
             }
             None => match &event.change {
@@ -86,9 +86,9 @@ impl Store {
         Ok(result)
     }
 
-    /// Sets an account's plan for a product, by its email, as an operator does without a processor; the account
-    /// is active again. `None`: no account has that email.
-    pub async fn set_plan(&self, email: &str, product: Product, plan: &str) -> Result<Option<entity::Model>, StoreError> {
+    /// Sets an account's plan for a product, by its email, as an operator does without a processor, at `now_ms`; the
+    /// account is active again. `None`: no account has that email.
+    pub async fn set_plan(&self, email: &str, product: Product, plan: &str, now_ms: i64) -> Result<Option<entity::Model>, StoreError> {
         let txn = self.writer.begin().await?;
         let Some(mut a) = entity::Entity::find().filter(entity::Column::Email.eq(email)).one(&txn).await? else { return Ok(None) };
         match product {
@@ -97,7 +97,7 @@ impl Store {
         }
         a.plan_status = Standing::ACTIVE.into();
         a.past_due_since = None;
-        save_plans(&txn, &a).await?;
+        save_plans(&txn, &a, now_ms).await?;
         txn.commit().await?;
         Ok(Some(a))
     }
@@ -121,8 +121,9 @@ impl Store {
     }
 }
 
-/// Writes the account's plan columns.
-async fn save_plans<C: sea_orm::ConnectionTrait>(conn: &C, a: &entity::Model) -> Result<(), StoreError> {
+/// Writes the account's plan columns at `now_ms`. A tax plan that is a paid one may be a partner user's first
+/// upgrade, which locks its partner's revenue share (`store::partners`).
+async fn save_plans<C: sea_orm::ConnectionTrait>(conn: &C, a: &entity::Model, now_ms: i64) -> Result<(), StoreError> {
     entity::Entity::update(entity::ActiveModel {
         id: Set(a.id.clone()),
         plan: Set(a.plan.clone()),
@@ -136,6 +137,9 @@ async fn save_plans<C: sea_orm::ConnectionTrait>(conn: &C, a: &entity::Model) ->
     })
     .exec(conn)
     .await?;
+    if a.plan != crate::plans::DEFAULT_PLAN {
+        super::partners::record_first_upgrade(conn, &a.id, now_ms).await?;
+    }
     Ok(())
 }
 

@@ -12,6 +12,7 @@ pub mod limits;
 pub mod mpp;
 pub mod network;
 pub mod nexus;
+pub mod partners;
 pub mod prepared;
 pub mod reports;
 pub mod script;

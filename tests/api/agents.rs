@@ -122,7 +122,13 @@ async fn every_example_of_the_guide_runs(backend: Backend) {
     let session = login.json["session_token"].as_str().unwrap().to_string();
     let spare = app.post("/api/v1/keys", Some(&runner.key), &json!({"name": "spare"})).await;
     let spare_prefix = spare.json["api_key"]["prefix"].as_str().unwrap().to_string();
-    let fill = |s: &str| s.replace("<API_KEY>", &runner.key).replace("<SESSION_TOKEN>", &session).replace("<KEY_PREFIX>", &spare_prefix);
+    let partner = crate::partners::create_partner(&app, "acme-agents", "20", "0.002", 0, None).await;
+    let fill = |s: &str| {
+        s.replace("<API_KEY>", &runner.key)
+            .replace("<SESSION_TOKEN>", &session)
+            .replace("<KEY_PREFIX>", &spare_prefix)
+            .replace("<PARTNER_KEY>", &partner.key)
+    };
     for (id, example) in examples().unwrap() {
         let (_, line) = lines.iter().find(|(op, _)| *op == id).unwrap_or_else(|| panic!("{id} is not in the guide"));
         let (method, target, headers, body) = parse_curl(line);

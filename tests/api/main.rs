@@ -24,6 +24,7 @@ mod migrations;
 mod mpp;
 mod network;
 mod nexus;
+mod partners;
 mod pricing;
 mod query;
 mod rates;

@@ -10,6 +10,7 @@ pub mod guides;
 pub mod ledger;
 pub mod network;
 pub mod param;
+pub mod partners;
 pub mod pricing;
 pub mod rates;
 pub mod wallets;

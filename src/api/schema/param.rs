@@ -319,3 +319,16 @@ documented!(
     /// A work type (compute, research, …) to keep; any other value is ignored, as if absent.
     WorkTypeFilter => MetaSchema::new("string")
 );
+
+documented!(
+    /// How many users `per_user` lists at most: 1 to 5000 (the default).
+    PerUserCap => MetaSchema { minimum: Some(1.0), maximum: Some(crate::partners::PER_USER_CAP as f64), ..MetaSchema::new("integer") }
+);
+
+/// The pattern of a claim token: `clm_` and 64 lowercase hex characters.
+pub const CLAIM_TOKEN_PATTERN: &str = "^clm_[0-9a-f]{64}$";
+
+documented!(
+    /// A claim link's token: `clm_` and 64 lowercase hex characters.
+    ClaimToken => MetaSchema { pattern: Some(CLAIM_TOKEN_PATTERN.to_string()), ..MetaSchema::new("string") }
+);

@@ -1,0 +1,607 @@
+//! The partner program over HTTP: POST /api/v1/partner/provision (an account for a partner's user, once per
+//! external id), POST /api/v1/partner/claim (the user takes the account over with its claim link), GET
+//! /api/v1/partner/usage and /api/v1/partner/revshare (a period's figures), and POST /api/v1/partner/webhook (the
+//! partner's signed events). Partners themselves are created out of band (`levy partners`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use poem::http::StatusCode;
+use poem_openapi::param::{Header, Query};
+use poem_openapi::{ApiResponse, OpenApi};
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+
+use super::accounts::{blocking, valid_email};
+use super::auth::PartnerAuth;
+use super::context::set_header;
+use super::error::{ApiError, ErrorCode};
+use super::keys::new_key;
+use super::payload::{JsonBody, JsonText};
+use super::schema::param::{ClaimToken, IsoDate, Param, PerUserCap, ShortText};
+use super::schema::partners::{
+    ClaimRequest, ClaimResponse, PartnerEventAck, PartnerEventBody, PartnerRevshare, PartnerUsage, ProvisionRequest, ProvisionResponse,
+};
+use super::{ApiTags, AppState};
+use crate::clock::iso;
+use crate::error_responses;
+use crate::partners::{self as terms, Period};
+use crate::security::{hash_password, new_id, new_ordered_id, sha256_hex};
+use crate::store::entity::{agent, entity, partner, partner_user};
+use crate::store::partners::{Claimed, Deleted, NewPartnerUser, Nonce, Provisioned};
+use crate::validate::Checker;
+
+pub struct PartnersApi(pub Arc<AppState>);
+
+const MINUTE_MS: i64 = 60_000;
+
+fn forbidden(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
+}
+
+fn signature_invalid(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::WebhookSignatureInvalid, message)
+}
+
+fn decimal(text: &str) -> Decimal {
+    text.parse().unwrap_or_default()
+}
+
+impl AppState {
+    /// The partner behind a partner key: 401 for a malformed or unknown key, 403 for a deactivated partner, 429 past
+    /// the partner's calls per minute (counted in the shared database, so across instances; Retry-After sent).
+    async fn partner(&self, auth: &PartnerAuth) -> Result<partner::Model, ApiError> {
+        let raw = auth.raw().trim();
+        if !terms::looks_like_partner_key(raw) {
+            return Err(ApiError::unauthorized("invalid partner key: expected partner_live_ followed by 32 hex characters"));
+        }
+        let p = self
+            .store
+            .partner_by_key_hash(&sha256_hex(raw.as_bytes()))
+            .await?
+            .ok_or_else(|| ApiError::unauthorized("unknown partner key"))?;
+        if !p.active {
+            return Err(forbidden("this partner is deactivated; its operator can reactivate it"));
+        }
+        let now = self.clock.now_ms();
+        let start = now - now.rem_euclid(MINUTE_MS);
+        let count = self.store.hit_counter_by(&format!("partner-minute:{}", p.id), start, start + 2 * MINUTE_MS, 1).await?;
+        let limit = p.rate_limit_per_minute;
+        set_header("X-RateLimit-Limit", limit);
+        set_header("X-RateLimit-Remaining", (limit - count).max(0));
+        set_header("X-RateLimit-Reset", (start + MINUTE_MS) / 1000);
+        if count > limit {
+            set_header("Retry-After", ((start + MINUTE_MS - now + 999) / 1000).max(1));
+            return Err(ApiError::rate_limited(format!(
+                "this partner's limit of {limit} calls per minute is reached; retry after the window resets"
+            )));
+        }
+        Ok(p)
+    }
+
+    /// Provisions (or finds) the account of a partner's user; with a webhook nonce, used up in the same transaction.
+    async fn provision_user(
+        &self,
+        p: &partner::Model,
+        user: &UserFields,
+        nonce: Option<Nonce<'_>>,
+    ) -> Result<(Provisioned, Option<(String, String)>), ApiError> {
+        let now = self.clock.now_ms();
+        let pu_id = new_ordered_id("pu", now);
+        let entity_id = new_id("ent");
+        let (raw_key, key) = new_key(&entity_id, "Partner", now);
+        let token = terms::new_claim_token();
+        let name: String = user.display_name.clone().unwrap_or_else(|| user.external_id.chars().take(200).collect());
+        let mut account = entity::Model::payer_account(
+            entity_id.clone(),
+            format!("{pu_id}@partner.invalid"),
+            &name,
+            format!("provisioned by partner {}", p.slug),
+            now,
+        );
+        account.agent_name = name.clone();
+        let new = NewPartnerUser {
+            user: partner_user::Model {
+                id: pu_id,
+                partner_id: p.id.clone(),
+                external_id: user.external_id.clone(),
+                entity_id: entity_id.clone(),
+                email: user.email.clone(),
+                display_name: user.display_name.clone(),
+                claim_token_hash: Some(sha256_hex(token.as_bytes())),
+                claim_expires_at: now + terms::CLAIM_LIFETIME_MS,
+                claimed_at: None,
+                deleted_at: None,
+                first_upgrade_at: None,
+                locked_revshare_pct: None,
+                created_at: now,
+            },
+            account,
+            agent: agent::Model {
+                id: new_id("agt"),
+                entity_id,
+                name,
+                work_type: "compute".into(),
+                description: String::new(),
+                created_at: now,
+            },
+            key,
+        };
+        let done = self.store.provision(new, nonce).await?;
+        Ok((done, Some((raw_key, token))))
+    }
+}
+
+/// A user's fields as the partner sends them (provision, and the user.created event).
+struct UserFields {
+    external_id: String,
+    email: Option<String>,
+    display_name: Option<String>,
+}
+
+fn parse_user(value: &Value, fields: &[&str]) -> Result<UserFields, ApiError> {
+    let mut c = Checker::default();
+    let Some(obj) = c.object(value, fields) else { return Err(ApiError::fields(&c.errors)) };
+    let external_id = c.identifier(obj, "external_id", true, 1, 256);
+    let email = c.text(obj, "email", false, 1, 320).map(|e| e.trim().to_ascii_lowercase());
+    if let Some(e) = &email {
+        if !valid_email(e) {
+            c.err("email", format!("`{e}` is not an email address"));
+        }
+    }
+    let display_name = c.text(obj, "display_name", false, 0, 200);
+    match external_id {
+        Some(external_id) if c.errors.is_empty() => Ok(UserFields { external_id, email, display_name }),
+        _ => Err(ApiError::fields(&c.errors)),
+    }
+}
+
+/// The claim link of a token: under LEVY_PUBLIC_URL, else under the request's Host over https.
+fn claim_url(public_url: Option<&str>, req: &poem::Request, token: &str) -> String {
+    let path = format!("/api/v1/partner/claim?token={token}");
+    if let Some(base) = public_url {
+        return format!("{base}{path}");
+    }
+    match req.headers().get("host").and_then(|h| h.to_str().ok()).filter(|h| !h.is_empty() && h.len() <= 255) {
+        Some(h) => format!("https://{h}{path}"),
+        None => path,
+    }
+}
+
+fn provision_view(u: &partner_user::Model, already: bool, secrets: Option<(&str, String)>) -> Value {
+    json!({
+        "agenttax_account_id": u.entity_id,
+        "partner_user_id": u.id,
+        "already_provisioned": already,
+        "api_key": secrets.as_ref().map(|s| s.0),
+        "claim_url": secrets.map(|s| s.1),
+        "claim_expires_at": iso(u.claim_expires_at),
+        "claimed": u.claimed_at.is_some(),
+    })
+}
+
+fn period_of(from: Query<Option<Param<IsoDate>>>, to: Query<Option<Param<IsoDate>>>, now_ms: i64) -> Result<Period, ApiError> {
+    Period::parse(from.0.as_ref().map(|p| p.0.as_str()), to.0.as_ref().map(|p| p.0.as_str()), now_ms).map_err(ApiError::invalid)
+}
+
+fn period_view(p: &Period) -> Value {
+    json!({"from": p.from.to_string(), "to": p.to.to_string()})
+}
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum ProvisionResponses {
+    /// A new account: `api_key` and `claim_url` are shown this once.
+    #[oai(status = 201)]
+    Created(JsonText<ProvisionResponse>),
+    /// The external id was provisioned before: the same account, no credentials (none are rotated).
+    #[oai(status = 200)]
+    Ok(JsonText<ProvisionResponse>),
+}
+
+error_responses!(ProvisionErrors {
+    400 => BadRequest: "INVALID_INPUT (errors names each field) or INVALID_JSON_BODY.",
+    401 => Unauthorized: "UNAUTHORIZED: no partner key, or a malformed or unknown one.",
+    403 => Forbidden: "FORBIDDEN: the partner is deactivated.",
+    429 => TooManyRequests: "RATE_LIMITED: the partner's calls per minute (Retry-After sent).",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum ClaimResponses {
+    /// The account is the user's: it logs in with the email and password sent.
+    #[oai(status = 200)]
+    Ok(JsonText<ClaimResponse>),
+}
+
+error_responses!(ClaimErrors {
+    400 => BadRequest: "INVALID_INPUT: a field (errors names each), no token, or a claim link that expired; INVALID_JSON_BODY.",
+    404 => NotFound: "RESOURCE_NOT_FOUND: no claim link has this token, or its account was deleted by the partner.",
+    409 => Conflict: "RESOURCE_CONFLICT: the claim link was used before, or another account has the email.",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum UsageResponses {
+    /// The period's usage.
+    #[oai(status = 200)]
+    Ok(JsonText<PartnerUsage>),
+}
+
+error_responses!(UsageErrors {
+    400 => BadRequest: "INVALID_INPUT: from, to, per_user_cap or partner_user_id is malformed, to is before from, or the period is longer than 366 days.",
+    401 => Unauthorized: "UNAUTHORIZED.",
+    403 => Forbidden: "FORBIDDEN: the partner is deactivated, or partner_user_id is another partner's user.",
+    404 => NotFound: "RESOURCE_NOT_FOUND: no partner user has this partner_user_id.",
+    429 => TooManyRequests: "RATE_LIMITED: the partner's calls per minute (Retry-After sent).",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum RevshareResponses {
+    /// The period's revenue share.
+    #[oai(status = 200)]
+    Ok(JsonText<PartnerRevshare>),
+}
+
+error_responses!(RevshareErrors {
+    400 => BadRequest: "INVALID_INPUT: from or to is malformed, to is before from, or the period is longer than 366 days.",
+    401 => Unauthorized: "UNAUTHORIZED.",
+    403 => Forbidden: "FORBIDDEN: the partner is deactivated.",
+    429 => TooManyRequests: "RATE_LIMITED: the partner's calls per minute (Retry-After sent).",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum WebhookResponses {
+    /// The event is applied (or found applied before: `already_provisioned`, `already_deleted`).
+    #[oai(status = 200)]
+    Ok(JsonText<PartnerEventAck>),
+}
+
+error_responses!(WebhookErrors {
+    400 => BadRequest: "INVALID_INPUT or INVALID_JSON_BODY: a correctly signed body that is not the event's (nothing changed, the nonce is not used up).",
+    401 => Unauthorized: "WEBHOOK_SIGNATURE_INVALID: a header missing or malformed, an unknown partner, an unknown event, a nonce not of 8 to 128 characters or used before, a timestamp more than 5 minutes from the server's clock, or no v1 that matches. Nothing changed.",
+    403 => Forbidden: "FORBIDDEN: the partner is deactivated (the signature verified; nothing changed).",
+    503 => DbUnavailable: "DB_UNAVAILABLE: nothing changed; send it again (with a new nonce).",
+});
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Partners")]
+impl PartnersApi {
+    /// Provision an account for a partner's user
+    ///
+    /// `external_id` is the idempotency key: the first call makes the account (free plans, one API key) and answers
+    /// 201 with `api_key` and `claim_url`, shown this once; a repeat, even a concurrent one, answers 200 with the same
+    /// account, `already_provisioned: true` and no credentials (none are rotated). The key works like any account's,
+    /// and its calls count in the partner's usage. The user takes the account over with the claim link (POST to it
+    /// with an email and a password) within 7 days.
+    #[oai(path = "/partner/provision", method = "post", operation_id = "partnerProvision")]
+    async fn provision(
+        &self,
+        auth: PartnerAuth,
+        req: &poem::Request,
+        body: JsonBody<ProvisionRequest>,
+    ) -> Result<ProvisionResponses, ProvisionErrors> {
+        let s = &self.0;
+        let p = s.partner(&auth).await?;
+        let user = parse_user(body.value()?, &["external_id", "email", "display_name"])?;
+        match s.provision_user(&p, &user, None).await? {
+            (Provisioned::New(u), Some((key, token))) => {
+                let url = claim_url(s.public_url.as_deref(), req, &token);
+                Ok(ProvisionResponses::Created(JsonText::value(&provision_view(&u, false, Some((&key, url))))))
+            }
+            (Provisioned::Existing(u), _) => Ok(ProvisionResponses::Ok(JsonText::value(&provision_view(&u, true, None)))),
+            _ => Err(ApiError::internal("provisioning without a nonce answered neither new nor existing").into()),
+        }
+    }
+
+    /// Claim a provisioned account
+    ///
+    /// The claim link a partner received for its user is this operation with the single-use `token`. The user sends
+    /// the email and password it will log in with; the account is then the user's (`claimed` true), and the API key
+    /// issued at provisioning keeps working. A link works once, for 7 days.
+    #[oai(path = "/partner/claim", method = "post", operation_id = "partnerClaim")]
+    async fn claim(
+        &self,
+        /// The claim token of the link.
+        token: Query<Param<ClaimToken>>,
+        body: JsonBody<ClaimRequest>,
+    ) -> Result<ClaimResponses, ClaimErrors> {
+        let s = &self.0;
+        let mut c = Checker::default();
+        let value = body.value()?;
+        let Some(obj) = c.object(value, &["email", "password"]) else { return Err(ApiError::fields(&c.errors).into()) };
+        let email = c.text(obj, "email", true, 1, 320).map(|e| e.trim().to_ascii_lowercase());
+        if let Some(e) = &email {
+            if !valid_email(e) {
+                c.err("email", format!("`{e}` is not an email address"));
+            }
+        }
+        let password = c.text(obj, "password", true, 8, 1024);
+        let token = token.0 .0;
+        if !terms::looks_like_claim_token(&token) {
+            c.err("token", "is not a claim link's token: clm_ followed by 64 lowercase hex characters");
+        }
+        let (Some(email), Some(password)) = (email, password) else { return Err(ApiError::fields(&c.errors).into()) };
+        if !c.errors.is_empty() {
+            return Err(ApiError::fields(&c.errors).into());
+        }
+        let hash = sha256_hex(token.as_bytes());
+        let now = s.clock.now_ms();
+        // The link is checked before the password is hashed (argon2 is spent on valid links only), and again in the
+        // claim's transaction.
+        let link = s.store.claim_link(&hash).await.map_err(ApiError::from)?;
+        if let Some(e) = claim_refusal(link.as_ref(), now) {
+            return Err(e.into());
+        }
+        let password_hash = blocking(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
+        let claimed = s.store.claim(&hash, &email, &password_hash, now).await.map_err(ApiError::from)?;
+        match claimed {
+            Claimed::Now(u) => Ok(ClaimResponses::Ok(JsonText::value(&json!({
+                "success": true, "agenttax_account_id": u.entity_id, "partner_user_id": u.id, "claimed": true, "email": email,
+            })))),
+            Claimed::EmailTaken => Err(ApiError::conflict("an account with this email already exists; claim with another email").into()),
+            Claimed::Used => Err(ApiError::conflict("this claim link was used: the account is claimed; log in instead").into()),
+            Claimed::Expired(at) => Err(ApiError::field("token", format!("this claim link expired at {}", iso(at))).into()),
+            Claimed::Unknown | Claimed::Deleted => Err(ApiError::not_found("no claimable account has this claim link").into()),
+        }
+    }
+
+    /// A partner's usage
+    ///
+    /// Calls (ledger rows: keyed calculate calls and ingested records) of the partner's provisioned users in the
+    /// period, `from` to `to` (UTC dates, both included; by default the current calendar month). The first
+    /// `free_calls_per_user` calls of each user in each calendar month are free; the rest are billable at the
+    /// partner's wholesale price. `to` may not be before `from`, and a period covers at most 366 days (400
+    /// otherwise). `per_user` lists at most `per_user_cap` users (5000 by default), in the order they
+    /// were provisioned; the totals cover all of them. `partner_user_id` narrows the report to one of the partner's
+    /// users (another partner's is 403).
+    #[oai(path = "/partner/usage", method = "get", operation_id = "partnerUsage")]
+    async fn usage(
+        &self,
+        auth: PartnerAuth,
+        from: Query<Option<Param<IsoDate>>>,
+        to: Query<Option<Param<IsoDate>>>,
+        per_user_cap: Query<Option<Param<PerUserCap>>>,
+        /// One of the partner's users (`pu_…`).
+        partner_user_id: Query<Option<Param<ShortText>>>,
+    ) -> Result<UsageResponses, UsageErrors> {
+        let s = &self.0;
+        let p = s.partner(&auth).await?;
+        let period = period_of(from, to, s.clock.now_ms())?;
+        let cap = match per_user_cap.0.map(|c| c.0) {
+            None => terms::PER_USER_CAP,
+            Some(t) => match t.parse::<usize>() {
+                Ok(n) if (1..=terms::PER_USER_CAP).contains(&n) => n,
+                _ => {
+                    return Err(ApiError::field("per_user_cap", format!("`{t}` is not an integer from 1 to {}", terms::PER_USER_CAP)).into())
+                }
+            },
+        };
+        let mut users = s.store.partner_users(&p.id).await.map_err(ApiError::from)?;
+        if let Some(id) = partner_user_id.0.map(|x| x.0) {
+            users.retain(|u| u.id == id);
+            if users.is_empty() {
+                return Err(match s.store.partner_user_by_id(&id).await.map_err(ApiError::from)? {
+                    Some(_) => forbidden("this partner user belongs to another partner"),
+                    None => ApiError::not_found(format!("no partner user has the id {id}")),
+                }
+                .into());
+            }
+        }
+        let mut per_month: HashMap<String, Vec<(i64, i64)>> = HashMap::new();
+        let months = period.months();
+        for (i, m) in months.iter().enumerate() {
+            let before = if m.from_ms > m.start_ms {
+                s.store.partner_calls(&p.id, m.start_ms, m.from_ms).await.map_err(ApiError::from)?
+            } else {
+                Vec::new()
+            };
+            let inside = s.store.partner_calls(&p.id, m.from_ms, m.to_ms).await.map_err(ApiError::from)?;
+            for row in before {
+                per_month.entry(row.entity_id).or_insert_with(|| vec![(0, 0); months.len()])[i].0 = row.calls;
+            }
+            for row in inside {
+                per_month.entry(row.entity_id).or_insert_with(|| vec![(0, 0); months.len()])[i].1 = row.calls;
+            }
+        }
+        let price = decimal(&p.wholesale_per_call);
+        let (mut calls, mut free, mut billable) = (0i64, 0i64, 0i64);
+        let mut per_user = Vec::new();
+        for u in &users {
+            let slices = per_month.get(&u.entity_id).map(Vec::as_slice).unwrap_or(&[]);
+            let (f, b) = terms::split_calls(slices, p.free_calls_per_user);
+            calls += f + b;
+            free += f;
+            billable += b;
+            if per_user.len() < cap {
+                per_user.push(json!({
+                    "external_id": u.external_id, "partner_user_id": u.id, "calls": f + b, "free": f, "billable": b,
+                    "cost_usd": terms::money(price * Decimal::from(b)),
+                }));
+            }
+        }
+        let truncated = users.len() > cap;
+        let note = truncated.then(|| {
+            format!(
+                "per_user lists the first {cap} of {} users, in the order they were provisioned; the totals cover all of them. \
+                 Ask for one user with partner_user_id",
+                users.len()
+            )
+        });
+        Ok(UsageResponses::Ok(JsonText::value(&json!({
+            "partner": {"id": p.id, "slug": p.slug},
+            "period": period_view(&period),
+            "totals": {
+                "calls": calls, "free_tier_calls": free, "billable_calls": billable,
+                "wholesale_cost_usd": terms::money(price * Decimal::from(billable)), "total_users": users.len(),
+            },
+            "pagination": {"per_user_returned": per_user.len(), "per_user_cap": cap, "truncated": truncated, "truncation_note": note},
+            "per_user": per_user,
+        }))))
+    }
+
+    /// A partner's revenue share
+    ///
+    /// For each of the partner's accounts that upgraded to a paid tax plan: the partner's percentage locked at the
+    /// account's first upgrade (a later change of the partner's rate applies to later upgrades only), the monthly
+    /// price of its plan now (`mrr_usd`) and the payout: `mrr_usd` × `revshare_pct` / 100 for each calendar month of
+    /// the period (`from` to `to`, UTC dates; by default the current month) in the account's window. The window runs
+    /// from the first upgrade to 12 months after it (`window_ends_at`); a month counts when the window holds its last
+    /// moment, so the month of the upgrade counts and 12 months count in all. Accounts that contribute nothing in the
+    /// period are not listed. `to` may not be before `from`, and a period covers at most 366 days (400 otherwise).
+    #[oai(path = "/partner/revshare", method = "get", operation_id = "partnerRevshare")]
+    async fn revshare(
+        &self,
+        auth: PartnerAuth,
+        from: Query<Option<Param<IsoDate>>>,
+        to: Query<Option<Param<IsoDate>>>,
+    ) -> Result<RevshareResponses, RevshareErrors> {
+        let s = &self.0;
+        let p = s.partner(&auth).await?;
+        let period = period_of(from, to, s.clock.now_ms())?;
+        let users = s.store.partner_users(&p.id).await.map_err(ApiError::from)?;
+        let upgraded: Vec<&partner_user::Model> = users.iter().filter(|u| u.first_upgrade_at.is_some()).collect();
+        let triggered = upgraded.iter().filter_map(|u| u.first_upgrade_at).min();
+        let accounts: HashMap<String, entity::Model> = s
+            .store
+            .entities(upgraded.iter().map(|u| u.entity_id.clone()).collect())
+            .await
+            .map_err(ApiError::from)?
+            .into_iter()
+            .map(|a| (a.id.clone(), a))
+            .collect();
+        let (mut mrr_total, mut payout_total) = (Decimal::ZERO, Decimal::ZERO);
+        let mut per_entity = Vec::new();
+        for u in upgraded {
+            let Some(first) = u.first_upgrade_at else { continue };
+            let months = terms::contributing_months(&period, first);
+            if months == 0 {
+                continue;
+            }
+            let mrr = accounts.get(&u.entity_id).and_then(|a| s.plans.plan(&a.plan).price_usd_monthly).unwrap_or_default();
+            let pct = decimal(u.locked_revshare_pct.as_deref().unwrap_or("0"));
+            let payout = mrr * pct / Decimal::from(100) * Decimal::from(months);
+            mrr_total += mrr;
+            payout_total += payout;
+            per_entity.push(json!({
+                "external_id": u.external_id, "partner_user_id": u.id, "entity_id": u.entity_id,
+                "revshare_pct": pct.normalize().to_string(), "mrr_usd": terms::money(mrr), "payout_usd": terms::money(payout),
+                "window_ends_at": iso(terms::window_end_ms(first)),
+            }));
+        }
+        Ok(RevshareResponses::Ok(JsonText::value(&json!({
+            "partner": {"id": p.id, "slug": p.slug, "revshare_pct": decimal(&p.revshare_pct).normalize().to_string(), "revshare_triggered_at": triggered.map(iso)},
+            "period": period_view(&period),
+            "totals": {"attributed_entities": per_entity.len(), "attributed_mrr_usd": terms::money(mrr_total), "payout_usd": terms::money(payout_total)},
+            "per_entity": per_entity,
+        }))))
+    }
+
+    /// A partner's signed events
+    ///
+    /// `X-Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of the raw body with the partner's signing
+    /// secret>`, `X-Service-Partner` (the partner's slug), `X-Service-Nonce` (8 to 128 characters, once per request)
+    /// and `X-Service-Event` (`user.created` or `user.deleted`) are all required; `t` may be 5 minutes from the
+    /// server's clock either way. Any failure is 401 WEBHOOK_SIGNATURE_INVALID and changes nothing. `user.created`
+    /// provisions as POST /partner/provision does (no credentials are answered); `user.deleted` marks the user deleted:
+    /// its account's keys stop working and its ledger is kept.
+    #[oai(path = "/partner/webhook", method = "post", operation_id = "partnerWebhook")]
+    async fn webhook(
+        &self,
+        /// `t=<unix seconds>,v1=<hex>`.
+        #[oai(name = "X-Service-Signature")]
+        _signature: Header<Option<String>>,
+        /// The partner's slug.
+        #[oai(name = "X-Service-Partner")]
+        _partner: Header<Option<String>>,
+        /// 8 to 128 characters, unique per request.
+        #[oai(name = "X-Service-Nonce")]
+        _nonce: Header<Option<String>>,
+        /// `user.created` or `user.deleted`.
+        #[oai(name = "X-Service-Event")]
+        _event: Header<Option<String>>,
+        req: &poem::Request,
+        body: JsonBody<PartnerEventBody>,
+    ) -> Result<WebhookResponses, WebhookErrors> {
+        let s = &self.0;
+        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty());
+        let (Some(signature), Some(slug), Some(nonce), Some(event)) =
+            (header("X-Service-Signature"), header("X-Service-Partner"), header("X-Service-Nonce"), header("X-Service-Event"))
+        else {
+            return Err(
+                signature_invalid("X-Service-Signature, X-Service-Partner, X-Service-Nonce and X-Service-Event are all required").into()
+            );
+        };
+        if !(8..=128).contains(&nonce.chars().count()) {
+            return Err(signature_invalid("X-Service-Nonce must be 8 to 128 characters").into());
+        }
+        if !terms::EVENTS.contains(&event) {
+            return Err(signature_invalid(format!("X-Service-Event `{event}` is not one of: {}", terms::EVENTS.join(", "))).into());
+        }
+        let Some(p) = s.store.partner_by_slug(slug).await.map_err(ApiError::from)? else {
+            return Err(signature_invalid("the signature does not verify for this partner").into());
+        };
+        let now = s.clock.now_ms();
+        let mut secrets = vec![p.secret.as_str()];
+        if let (Some(old), Some(until)) = (p.previous_secret.as_deref(), p.previous_secret_until) {
+            if now < until {
+                secrets.push(old);
+            }
+        }
+        if let Some(problem) = terms::signature_problem(&secrets, signature, &body.raw, now.div_euclid(1000)) {
+            return Err(signature_invalid(problem).into());
+        }
+        if !p.active {
+            return Err(forbidden("this partner is deactivated; its operator can reactivate it").into());
+        }
+        let n = Nonce { partner_id: &p.id, nonce, now_ms: now, forget_before_ms: now - 2 * terms::WEBHOOK_TOLERANCE_SECS * 1000 };
+        let replayed = || signature_invalid("this X-Service-Nonce was used before: a replay changes nothing");
+        let ack = if event == "user.created" {
+            let user = parse_user(body.value()?, &["external_id", "email", "display_name"])?;
+            let (done, _) = s.provision_user(&p, &user, Some(n)).await?;
+            let (u, already) = match done {
+                Provisioned::New(u) => (u, false),
+                Provisioned::Existing(u) => (u, true),
+                Provisioned::Replayed => return Err(replayed().into()),
+            };
+            json!({"ok": true, "event": event, "partner_user_id": u.id, "agenttax_account_id": u.entity_id, "already_provisioned": already})
+        } else {
+            let user = parse_user(body.value()?, &["external_id"])?;
+            match s.store.delete_partner_user(&p.id, &user.external_id, n).await.map_err(ApiError::from)? {
+                Deleted::Now(u) => {
+                    json!({"ok": true, "event": event, "found": true, "already_deleted": false, "entity_id": u.entity_id, "partner_user_id": u.id})
+                }
+                Deleted::Before(u) => {
+                    json!({"ok": true, "event": event, "found": true, "already_deleted": true, "entity_id": u.entity_id, "partner_user_id": u.id})
+                }
+                Deleted::NotFound => json!({"ok": true, "event": event, "found": false, "already_deleted": false, "entity_id": null}),
+                Deleted::Replayed => return Err(replayed().into()),
+            }
+        };
+        tracing::info!(partner = %p.slug, event, "partner event");
+        Ok(WebhookResponses::Ok(JsonText::value(&ack)))
+    }
+}
+
+/// Why a claim link cannot be used now, if it cannot.
+fn claim_refusal(link: Option<&partner_user::Model>, now_ms: i64) -> Option<ApiError> {
+    let Some(u) = link else { return Some(ApiError::not_found("no claimable account has this claim link")) };
+    if u.deleted_at.is_some() {
+        return Some(ApiError::not_found("no claimable account has this claim link"));
+    }
+    if u.claimed_at.is_some() {
+        return Some(ApiError::conflict("this claim link was used: the account is claimed; log in instead"));
+    }
+    if u.claim_expires_at <= now_ms {
+        return Some(ApiError::field(
+            "token",
+            format!("this claim link expired at {}; ask the platform that provisioned the account", iso(u.claim_expires_at)),
+        ));
+    }
+    None
+}
