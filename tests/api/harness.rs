@@ -361,6 +361,20 @@ macro_rules! on_each_backend {
     };
 }
 
+/// The Python of the venv of the payment clients (LEVY_X402_VENV, default target/x402-venv; .ci/run creates it
+/// with x402, eth-account and pympp), and a script of `tests/<dir>/`. The assertion says how to make the venv.
+pub fn payment_python(dir: &str, script: &str) -> (String, String) {
+    let venv = std::env::var("LEVY_X402_VENV").unwrap_or_else(|_| format!("{}/target/x402-venv", env!("CARGO_MANIFEST_DIR")));
+    let python = format!("{venv}/bin/python");
+    assert!(
+        std::path::Path::new(&python).exists(),
+        "the payment tests need a Python venv with x402[evm]==2.25.0, eth-account==0.14.0 and pympp==0.16.0 at {venv} \
+         (LEVY_X402_VENV): python3 -m venv {venv} && {venv}/bin/pip install 'x402[evm]==2.25.0' 'eth-account==0.14.0' \
+         'pympp==0.16.0' (as .ci/run does)"
+    );
+    (python, format!("{}/tests/{dir}/{script}", env!("CARGO_MANIFEST_DIR")))
+}
+
 /// A JSON number as f64 (bodies keep money as exact decimals such as 6.60, which compare unequal to 6.6 as JSON).
 pub fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))

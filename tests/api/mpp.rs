@@ -7,7 +7,6 @@
 //! A call paid this way costs the plans file's `mpp` price, 0.50 USD (50 cents, Stripe's smallest charge).
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use base64::Engine;
@@ -21,19 +20,9 @@ const SECRET: &str = "an MPP challenge secret of at least 32 bytes, for tests";
 const STRIPE_KEY: &str = "sk_test_levy_standin";
 const NETWORK_ID: &str = "profile_test_levy";
 
-fn venv_python() -> String {
-    let venv = std::env::var("LEVY_X402_VENV").unwrap_or_else(|_| format!("{}/target/x402-venv", env!("CARGO_MANIFEST_DIR")));
-    let python = format!("{venv}/bin/python");
-    assert!(
-        Path::new(&python).exists(),
-        "the MPP tests need a Python venv with pympp==0.16.0 at {venv} (LEVY_X402_VENV): python3 -m venv {venv} && \
-         {venv}/bin/pip install 'pympp==0.16.0' (as .ci/run does)"
-    );
-    python
-}
-
-fn script(name: &str) -> String {
-    format!("{}/tests/mpp/{name}", env!("CARGO_MANIFEST_DIR"))
+/// The venv's Python and `tests/mpp/<name>`.
+fn python_and(name: &str) -> (String, String) {
+    crate::harness::payment_python("mpp", name)
 }
 
 /// The loopback Stripe, stopped when dropped.
@@ -44,8 +33,9 @@ struct Stripe {
 
 impl Stripe {
     fn start() -> Stripe {
-        let mut child = Command::new(venv_python())
-            .args([script("stripe.py"), STRIPE_KEY.into(), NETWORK_ID.into()])
+        let (python, stripe) = python_and("stripe.py");
+        let mut child = Command::new(python)
+            .args([stripe, STRIPE_KEY.into(), NETWORK_ID.into()])
             .stdout(Stdio::piped())
             .spawn()
             .expect("start stripe.py");
@@ -125,13 +115,9 @@ fn pay(c: &Reply, stripe: &Stripe, payment_method: &str, extra: Value) -> (Strin
     for (k, v) in extra.as_object().unwrap() {
         given[k] = v.clone();
     }
-    let mut child = Command::new(venv_python())
-        .arg(script("pay.py"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start pay.py");
+    let (python, pay) = python_and("pay.py");
+    let mut child =
+        Command::new(python).arg(pay).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start pay.py");
     child.stdin.take().unwrap().write_all(given.to_string().as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "pay.py: {}", String::from_utf8_lossy(&out.stderr));

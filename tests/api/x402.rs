@@ -22,19 +22,9 @@ const PAYEE: &str = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed";
 /// Base mainnet USDC (Circle's published address).
 const USDC_BASE: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 
-fn venv_python() -> String {
-    let venv = std::env::var("LEVY_X402_VENV").unwrap_or_else(|_| format!("{}/target/x402-venv", env!("CARGO_MANIFEST_DIR")));
-    let python = format!("{venv}/bin/python");
-    assert!(
-        std::path::Path::new(&python).exists(),
-        "the x402 tests need a Python venv with x402==2.25.0 and eth-account==0.14.0 at {venv} (LEVY_X402_VENV): \
-         python3 -m venv {venv} && {venv}/bin/pip install 'x402[evm]==2.25.0' 'eth-account==0.14.0' (as .ci/run does)"
-    );
-    python
-}
-
-fn script(name: &str) -> String {
-    format!("{}/tests/x402/{name}", env!("CARGO_MANIFEST_DIR"))
+/// The venv's Python and `tests/x402/<name>`.
+fn python_and(name: &str) -> (String, String) {
+    crate::harness::payment_python("x402", name)
 }
 
 /// The loopback facilitator, stopped when dropped.
@@ -45,8 +35,8 @@ struct Facilitator {
 
 impl Facilitator {
     fn start() -> Facilitator {
-        let mut child =
-            Command::new(venv_python()).arg(script("facilitator.py")).stdout(Stdio::piped()).spawn().expect("start facilitator.py");
+        let (python, facilitator) = python_and("facilitator.py");
+        let mut child = Command::new(python).arg(facilitator).stdout(Stdio::piped()).spawn().expect("start facilitator.py");
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let port: u16 = line.trim().parse().unwrap_or_else(|_| panic!("facilitator.py printed `{line}`"));
@@ -82,13 +72,9 @@ async fn paid_app(backend: Backend, facilitator: &str) -> Option<TestApp> {
 /// The payment header the client library makes for a 402, as (name, value): X-PAYMENT from the v1 body alone,
 /// PAYMENT-SIGNATURE when the PAYMENT-REQUIRED header is passed.
 fn pay(key: &str, headers: &[(&str, String)], body: &Value) -> (String, String) {
-    let mut child = Command::new(venv_python())
-        .arg(script("pay.py"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start pay.py");
+    let (python, pay) = python_and("pay.py");
+    let mut child =
+        Command::new(python).arg(pay).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start pay.py");
     let headers: serde_json::Map<String, Value> = headers.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
     child.stdin.take().unwrap().write_all(json!({"key": key, "headers": headers, "body": body}).to_string().as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
