@@ -334,11 +334,14 @@ impl AccountsApi {
         let account = s.session(&auth).await?;
         let agents = s.store.agents(&account.id).await.map_err(ApiError::from)?;
         let keys = s.store.keys(&account.id).await.map_err(ApiError::from)?;
-        let usage = s.monthly_usage(&account).await?;
         let now_ms = s.clock.now_ms();
         let month_ms = crate::ledger::month_start_ms(now_ms);
         let counts = s.store.month_counts(&account.id, month_ms).await.map_err(ApiError::from)?;
-        let statement = crate::billing::Statement::new(&s.plans, &account, month_ms, now_ms, &counts).to_json();
+        let statement = crate::billing::Statement::new(&s.plans, &account, month_ms, now_ms, &counts);
+        // The tax plan's line: the figures `usage` has always given.
+        let tax = &statement.lines[0];
+        let included = tax.included.unwrap_or(i64::MAX);
+        let statement = statement.to_json();
         let standing = crate::billing::Standing::of(&account, now_ms);
         let recent = s.store.recent_transactions(&account.id, 10).await.map_err(ApiError::from)?;
         let trades = s
@@ -373,10 +376,10 @@ impl AccountsApi {
             "usage": {
                 "month": format!("{:04}-{:02}", now.year(), now.month()),
                 "plan": statement["products"][0]["plan"],
-                "calls": usage.calls,
-                "included": usage.included,
-                "overage_calls": usage.overage_calls,
-                "remaining": (usage.included - usage.calls).max(0),
+                "calls": tax.calls,
+                "included": included,
+                "overage_calls": tax.overage_calls,
+                "remaining": (included - tax.calls).max(0),
                 "products": statement["products"],
                 "overage_usd": statement["overage_usd"],
             },

@@ -12,10 +12,9 @@ use serde_json::json;
 use super::context::set_header;
 use super::error::{ApiError, ErrorCode};
 use super::AppState;
-use crate::ledger::{burst_call, month_start_ms};
+use crate::ledger::burst_call;
 use crate::plans::Plans;
 use crate::security::sha256_hex;
-use crate::store::entity::entity;
 
 const MINUTE_MS: i64 = 60_000;
 const HOUR_MS: i64 = 60 * MINUTE_MS;
@@ -47,13 +46,6 @@ fn payment_attempts(ip: &str) -> String {
 fn window_used_up(now_ms: i64, window_end_ms: i64, message: String) -> ApiError {
     set_header("Retry-After", ceil_seconds(window_end_ms - now_ms).max(1));
     ApiError::rate_limited(message)
-}
-
-/// What an account has used this month.
-pub struct MonthlyUsage {
-    pub calls: i64,
-    pub included: i64,
-    pub overage_calls: i64,
 }
 
 impl AppState {
@@ -88,16 +80,6 @@ impl AppState {
             return Err(burst_exceeded(limit));
         }
         Ok(())
-    }
-
-    pub async fn monthly_usage(&self, account: &entity::Model) -> Result<MonthlyUsage, ApiError> {
-        let now = self.clock.now_ms();
-        let month = month_start_ms(now);
-        Ok(MonthlyUsage {
-            calls: self.store.read_counter(&format!("usage:{}", account.id), month).await?,
-            included: crate::billing::plan(&self.plans, account, crate::billing::Product::Tax, now).monthly_calls.unwrap_or(i64::MAX),
-            overage_calls: self.store.read_counter(&format!("overage:{}", account.id), month).await?,
-        })
     }
 
     /// Adds `n` to counter `name` in the fixed window of `len_ms` that holds `now_ms`, exactly (no lease), in the
