@@ -17,7 +17,8 @@ use serde_json::{json, Value};
 use super::calculate::parse_paid;
 use super::context::set_header;
 use super::error::{ApiError, ErrorCode};
-use super::idempotency::{body_hash, parse_key, Begin};
+use super::idempotency::parse_key;
+use super::paid::Protocol;
 use super::payload::JsonBody;
 use super::schema::calculate::CalculateRequest;
 use super::AppState;
@@ -84,20 +85,8 @@ impl AppState {
         let now_ms = self.clock.now_ms();
         let credential = m.check(authorization, now_ms).map_err(|p| self.mpp_refused(req, p))?;
         let entity_id = self.store.payer_account(challenge_account(&credential.challenge_id, now_ms)).await?;
-        if let Some(k) = &idem {
-            if let Begin::Replay { body, .. } = self.begin_idempotent(&entity_id, k, &body_hash("calculate", value)).await? {
-                if let Some(receipt) = self.store.mpp_receipt(&entity_id, k).await? {
-                    set_header(RECEIPT_HEADER, receipt);
-                }
-                set_header("Cache-Control", "private");
-                return Ok(body);
-            }
-        }
-        let result = self.take_mpp_payment(req, m, &credential, live, &entity_id, idem.clone(), now_ms).await;
-        if let (Err(_), Some(k)) = (&result, &idem) {
-            self.release_idempotency_key(&entity_id, k).await;
-        }
-        result
+        let take = self.take_mpp_payment(req, m, &credential, live, &entity_id, idem.clone(), now_ms);
+        self.paid_once(Protocol::Mpp, &entity_id, idem, value, take).await
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -56,6 +56,22 @@ fn resource(public_url: Option<&str>, req: &poem::Request) -> String {
 }
 
 /// The receipt header for a payment of `version`.
+/// The protocol that paid for a call: where its receipts are kept, and the header that carries one.
+#[derive(Clone, Copy)]
+pub(super) enum Protocol {
+    X402 { version: u8 },
+    Mpp,
+}
+
+impl Protocol {
+    fn receipt_header(self) -> &'static str {
+        match self {
+            Protocol::X402 { version } => receipt_header_name(version),
+            Protocol::Mpp => super::mpp::RECEIPT_HEADER,
+        }
+    }
+}
+
 fn receipt_header_name(version: u8) -> &'static str {
     if version == 2 {
         "PAYMENT-RESPONSE"
@@ -132,18 +148,36 @@ impl AppState {
         let payment = x402::decode(&header.value, header.version).map_err(|r| self.refused(req, r))?;
         x.check(&payment, now_ms.div_euclid(1000)).map_err(|r| self.refused(req, r))?;
         let entity_id = self.payer_entity(&payment, now_ms).await?;
+        let take = self.take_payment(req, x, &payment, live, &entity_id, idem.clone(), now_ms);
+        self.paid_once(Protocol::X402 { version: header.version }, &entity_id, idem, value, take).await
+    }
+
+    /// A paid call under its Idempotency-Key: a replay answers the stored body with the stored receipt, paying
+    /// nothing; otherwise `take` pays for and records the call (it starts only here), and a failure releases the key.
+    pub(super) async fn paid_once(
+        &self,
+        protocol: Protocol,
+        entity_id: &str,
+        idem: Option<String>,
+        value: &serde_json::Value,
+        take: impl std::future::Future<Output = Result<String, ApiError>>,
+    ) -> Result<String, ApiError> {
         if let Some(k) = &idem {
-            if let Begin::Replay { body, .. } = self.begin_idempotent(&entity_id, k, &body_hash("calculate", value)).await? {
-                if let Some(receipt) = self.store.x402_receipt(&entity_id, k).await? {
-                    set_header(receipt_header_name(header.version), receipt);
+            if let Begin::Replay { body, .. } = self.begin_idempotent(entity_id, k, &body_hash("calculate", value)).await? {
+                let receipt = match protocol {
+                    Protocol::X402 { .. } => self.store.x402_receipt(entity_id, k).await?,
+                    Protocol::Mpp => self.store.mpp_receipt(entity_id, k).await?,
+                };
+                if let Some(receipt) = receipt {
+                    set_header(protocol.receipt_header(), receipt);
                 }
                 set_header("Cache-Control", "private");
                 return Ok(body);
             }
         }
-        let result = self.take_payment(req, x, &payment, live, &entity_id, idem.clone(), now_ms).await;
+        let result = take.await;
         if let (Err(_), Some(k)) = (&result, &idem) {
-            self.release_idempotency_key(&entity_id, k).await;
+            self.release_idempotency_key(entity_id, k).await;
         }
         result
     }
