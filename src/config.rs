@@ -63,7 +63,7 @@ fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 impl Limits {
-    /// The defaults, except where the LEVY_* variables of the README's settings table say otherwise.
+    /// The defaults, except where the LEVY_* variables of docs/operating.md's settings table say otherwise.
     pub fn from_env() -> Self {
         let d = Limits::default();
         Limits {

@@ -1,6 +1,6 @@
 //! Idempotency-Key handling shared by POST /calculate and POST /trades.
 //!
-//! Behaviour (documented in the README and the OpenAPI descriptions):
+//! Behaviour (documented in docs/walkthrough.md and the OpenAPI descriptions):
 //! - the key is scoped to the account, lives 24 hours, and is 1 to 255 visible ASCII characters;
 //! - same key, same body (compared as canonical JSON, so key order and spacing do not matter) → the
 //!   stored response, byte for byte, with `X-Idempotency-Status: cached`; nothing is written again;

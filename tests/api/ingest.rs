@@ -75,7 +75,7 @@ async fn ledger_rows_are_readable_by_sql(app: TestApp) {
     use sea_orm::{ConnectionTrait, Statement};
     let a = app.signup("readable@example.com").await;
     app.set_nexus(&a.key, &["TX"]).await;
-    // 1000 of SaaS into Austin: 8.25% on 80% = 66.00 (the README's walk-through).
+    // 1000 of SaaS into Austin: 8.25% on 80% = 66.00 (the README's first call).
     let r = app
         .post(
             "/api/v1/calculate",
