@@ -215,9 +215,6 @@ fn parse_signup(value: &Value, state: &AppState, now: i64) -> Result<Signup, Api
             created_at: now,
         },
         account: entity::Model {
-            id,
-            email,
-            password_hash: String::new(),
             agent_name,
             agent_work_type: work_type,
             agent_description: description,
@@ -228,15 +225,7 @@ fn parse_signup(value: &Value, state: &AppState, now: i64) -> Result<Signup, Api
             join_network,
             network_visibility: visibility,
             utm: Value::Object(utm).to_string(),
-            plan: crate::plans::DEFAULT_PLAN.into(),
-            gains_plan: crate::plans::DEFAULT_PLAN.into(),
-            plan_status: crate::billing::Standing::ACTIVE.into(),
-            past_due_since: None,
-            tax_subscription: None,
-            gains_subscription: None,
-            billing_customer: None,
-            nexus_configured: false,
-            created_at: now,
+            ..entity::Model::new(id, email, now)
         },
     })
 }

@@ -38,17 +38,16 @@ pub struct Model {
 }
 
 impl Model {
-    /// The account that stands for a payer paying per call with no account of its own (an x402 wallet, an MPP
-    /// challenge): its email under the reserved `.invalid` domain (RFC 2606), no password (nobody logs in to it),
-    /// private, on the free plans.
-    pub fn payer_account(id: String, email: String, agent_name: &str, agent_description: String, now_ms: i64) -> Model {
+    /// A new account as every account starts: on the free plans, paid up, no nexus configured, private, nothing
+    /// declared (the caller sets the rest with struct update syntax).
+    pub fn new(id: String, email: String, now_ms: i64) -> Model {
         Model {
             id,
             email,
-            password_hash: "!".into(),
-            agent_name: agent_name.into(),
+            password_hash: String::new(),
+            agent_name: String::new(),
             agent_work_type: "compute".into(),
-            agent_description,
+            agent_description: String::new(),
             company_name: String::new(),
             state: String::new(),
             ein_ciphertext: None,
@@ -66,6 +65,13 @@ impl Model {
             nexus_configured: false,
             created_at: now_ms,
         }
+    }
+
+    /// The account that stands for a payer paying per call with no account of its own (an x402 wallet, an MPP
+    /// challenge): its email under the reserved `.invalid` domain (RFC 2606), no password (nobody logs in to it),
+    /// private, on the free plans.
+    pub fn payer_account(id: String, email: String, agent_name: &str, agent_description: String, now_ms: i64) -> Model {
+        Model { password_hash: "!".into(), agent_name: agent_name.into(), agent_description, ..Model::new(id, email, now_ms) }
     }
 }
 
