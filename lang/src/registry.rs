@@ -140,6 +140,9 @@ pub struct ZipArea {
     pub state: usize,
     pub locality: String,
     pub layers: Vec<LocalLayer>,
+    /// Where the zip code spans jurisdictions: the others it reaches into (`split:`). The layers are those of
+    /// `locality`, the one the zip's main city uses; an answer there says the zip is split.
+    pub split: Option<String>,
     /// Known disagreements with an independent rate table (`divergences:`), each with its reason and source.
     pub divergences: Vec<Divergence>,
 }

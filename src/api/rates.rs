@@ -332,6 +332,7 @@ impl PublicRatesApi {
             (false, false) => Some(format!("{} has no local sales taxes: the state rate is the whole rate", j.name)),
             _ => None,
         };
+        let split = reg.zips.get(&zip).filter(|_| local_taxes).and_then(|a| a.split.clone());
         let special_taxes = reg
             .special_taxes
             .iter()
@@ -368,6 +369,7 @@ impl PublicRatesApi {
                 .map(|l| LocalLayerView { level: l.level.clone(), name: l.name.clone(), rate: f(l.rate), citation: cite(&l.citation) })
                 .collect(),
             special_taxes,
+            split,
             note,
         };
         let body = body_of(&view);

@@ -873,6 +873,10 @@ fn rate_layers(cx: &mut Ctx, j: &Jurisdiction, sourced: &Sourced, state_rate: &D
                 for l in area.layers.iter().filter(|l| l.from <= as_of && l.to.is_none_or(|t| as_of <= t)) {
                     layers.push(AppliedLayer { level: l.level.clone(), name: l.name.clone(), rate: l.rate, citation: l.citation.clone() });
                 }
+                if let Some(split) = &area.split {
+                    cx.advise_buyer("ZIP_SPANS_JURISDICTIONS");
+                    cx.lower_confidence(10, format!("zip {zip} spans jurisdictions ({split}); the rates of {} were used", area.locality));
+                }
                 locality = Some(area.locality.clone());
             }
             Some(_) => cx.advise_buyer("NO_LOCAL_TAX_IN_STATE"),

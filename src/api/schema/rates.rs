@@ -187,6 +187,9 @@ pub struct LocalRates {
     pub combined_rate: f64,
     pub layers: Vec<LocalLayerView>,
     pub special_taxes: Vec<SpecialTaxView>,
+    /// Set when the zip code spans more than one local jurisdiction: the others it reaches into. The layers are
+    /// those of `locality`, the jurisdiction the zip's main city uses; an address elsewhere in the zip may differ.
+    pub split: Option<String>,
     /// Why the combined rate may be incomplete, when it may be.
     pub note: Option<String>,
 }
