@@ -1,11 +1,14 @@
 """Helpers for the contract step of .ci/run (standard library only).
 
   contract.py wait URL                      wait up to 60 s for URL to answer 200
-  contract.py account BASE DB EMAIL PLAN    sign up EMAIL, move the account to PLAN in the SQLite file DB,
-                                            log in; prints the API key and the session token, one a line
+  contract.py account BASE LEVY DIR EMAIL PLAN
+                                            sign up EMAIL, put the account on PLAN with LEVY (the binary) in the
+                                            server's data directory DIR, log in; prints the API key and the
+                                            session token, one a line
 """
 import json
-import sqlite3
+import os
+import subprocess
 import sys
 import time
 import urllib.request
@@ -32,15 +35,13 @@ def wait(url):
         time.sleep(0.2)
 
 
-def account(base, db, email, plan):
+def account(base, levy, data_dir, email, plan):
     password = "contract-check-password"
     signup = call(f"{base}/api/v1/auth/signup", {"email": email, "password": password, "agent_name": "contract-check",
                                                   "agent_work_type": "compute"})
-    # No command or endpoint sets a plan yet (checkout is not built): set it in the data file, as billing would.
-    with sqlite3.connect(db) as conn:
-        changed = conn.execute("UPDATE entities SET plan = ? WHERE email = ?", (plan, email)).rowcount
-    if changed != 1:
-        sys.exit(f"expected one account {email} in {db}, updated {changed}")
+    # The operator's command puts the account on the plan, in the server's own data directory.
+    subprocess.run([levy, "accounts", "set-plan", email, plan], env={**os.environ, "LEVY_DATA_DIR": data_dir},
+                   check=True, stdout=subprocess.DEVNULL)
     login = call(f"{base}/api/v1/auth/login", {"email": email, "password": password})
     print(signup["api_key"]["key"])
     print(login["session_token"])

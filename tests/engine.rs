@@ -329,3 +329,39 @@ fn explain_reads_a_yaml_request_file() {
     assert!(stderr.starts_with("error: the request is neither JSON nor YAML:\nerror[R001]: invalid YAML"), "{stderr}");
     assert!(stderr.contains("bad.yaml:"), "{stderr}");
 }
+
+/// A zip entry that says it spans jurisdictions: its locality's layers apply, and the answer says the zip is split.
+#[test]
+fn a_split_zip_uses_its_main_city_and_says_so() {
+    let (_keep, rules) = common::rules_copy();
+    let file = rules.join("local/tx.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let planted = text.replacen(
+        "  \"78701\":\n    locality: \"Austin\"\n",
+        "  \"78701\":\n    locality: \"Austin\"\n    split: \"unincorporated Travis County (made up for the test)\"\n",
+        1,
+    );
+    assert_ne!(text, planted);
+    std::fs::write(&file, planted).unwrap();
+    let reg = load_dir(&rules).0.expect("a split zip loads");
+    assert_eq!(reg.zips["78701"].split.as_deref(), Some("unincorporated Travis County (made up for the test)"));
+    let body = json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "c"});
+    let req = engine::parse_request(&body).unwrap();
+    let nexus: BTreeMap<usize, bool> = [(levy::rules::schema::state_index("TX").unwrap(), true)].into();
+    let input = engine::Input { request: &req, nexus: Some(&nexus), vendor_ytd: None, as_of: day("2026-03-01") };
+    let split = engine::determine(&reg, &input).unwrap();
+    let whole = engine::determine(registry(), &input).unwrap();
+    // The same tax (Austin's layers: 800 × 8.25% = 66.00), the advisory, and 10 points less confidence.
+    assert_eq!((split.total_tax, whole.total_tax), (Decimal::new(6600, 2), Decimal::new(6600, 2)));
+    assert!(split.advisory_codes().contains(&"ZIP_SPANS_JURISDICTIONS"), "{:?}", split.advisory_codes());
+    assert!(!whole.advisory_codes().contains(&"ZIP_SPANS_JURISDICTIONS"));
+    assert_eq!(whole.confidence_score - split.confidence_score, 10);
+    assert!(split.confidence_factors.iter().any(|f| f.starts_with("zip 78701 spans jurisdictions (unincorporated Travis County")));
+
+    // An empty split is a located error.
+    let text = std::fs::read_to_string(&file).unwrap().replacen("split: \"unincorporated Travis County (made up for the test)\"", "split: \"\"", 1);
+    std::fs::write(&file, text).unwrap();
+    let (reg, diags, _) = load_dir(&rules);
+    assert!(reg.is_none());
+    assert!(diags.iter().any(|d| d.code == "R102" && d.message.contains("78701")), "{diags:#?}");
+}

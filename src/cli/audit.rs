@@ -393,6 +393,10 @@ impl Audit<'_> {
     pub fn uncovered(&self) -> usize {
         self.count(|o| matches!(o, Outcome::Uncovered { .. }))
     }
+    /// The uncovered rows in one of the 51 jurisdictions (a territory's rows are outside levy, not a gap).
+    pub fn coverage_gaps(&self) -> Vec<&Checked<'_>> {
+        self.checked.iter().filter(|c| matches!(c.outcome, Outcome::Uncovered { .. }) && state_index(&c.row.state).is_some()).collect()
+    }
 }
 
 /// Compares one row of a state-level table with the state's figures as of `as_of` (the rate and local-tax flag in
