@@ -186,9 +186,11 @@ fn a_malformed_divergence_is_a_located_diagnostic() {
     assert!(has("R603", 12), "recorded twice: {errors:#?}");
 }
 
-/// The shared tables beside the project (CI has `../shared`), when present: every row is counted once.
+/// The shared tables beside the project (CI has `../shared`), when present: every row is counted once, agrees with
+/// our rates or is a disagreement a rule file records (its reason and primary source), and every grid zip of the 51
+/// jurisdictions is covered.
 #[test]
-fn the_shared_tables_are_counted_consistently() {
+fn the_shared_tables_agree_with_our_rates_or_record_why() {
     let shared = common::rules_dir().join("../../shared/data/rates");
     let names = ["fixtures_opensalestax_dor_grid.csv", "rates_zip5_202603.csv", "state_rates.csv", "saas_taxability.csv"];
     let reg = load_dir(&common::rules_dir()).0.unwrap();
@@ -203,6 +205,12 @@ fn the_shared_tables_are_counted_consistently() {
         assert!(!t.rows.is_empty());
         assert_eq!(a.agree() + a.disagree() + a.recorded() + a.uncovered(), t.rows.len(), "{name}");
         assert!(a.agree() > 0, "{name}");
+        if t.format == Format::DorGrid {
+            let gaps: Vec<String> = a.coverage_gaps().iter().map(|c| format!("{} {}", c.row.state, c.row.zip)).collect();
+            assert!(gaps.is_empty(), "{name}: {} grid zip codes are not covered: {gaps:?}", gaps.len());
+        }
+        let disagree = a.disagree();
+        assert_eq!(disagree, 0, "{name}: undocumented disagreements:\n{}", levy::cli::audit::render_text(&[a]));
     }
 }
 

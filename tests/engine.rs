@@ -359,7 +359,11 @@ fn a_split_zip_uses_its_main_city_and_says_so() {
     assert!(split.confidence_factors.iter().any(|f| f.starts_with("zip 78701 spans jurisdictions (unincorporated Travis County")));
 
     // An empty split is a located error.
-    let text = std::fs::read_to_string(&file).unwrap().replacen("split: \"unincorporated Travis County (made up for the test)\"", "split: \"\"", 1);
+    let text = std::fs::read_to_string(&file).unwrap().replacen(
+        "split: \"unincorporated Travis County (made up for the test)\"",
+        "split: \"\"",
+        1,
+    );
     std::fs::write(&file, text).unwrap();
     let (reg, diags, _) = load_dir(&rules);
     assert!(reg.is_none());

@@ -697,8 +697,9 @@ fn local(node: &Node, path: &Path, zips: &mut Vec<ZipArea>, listed: &mut HashMap
             );
             continue;
         }
-        let Some(z) = Fields::of(v, "a zip entry", &["locality", "layers", "split", "divergences"], d) else { continue };
+        let Some(z) = Fields::of(v, "a zip entry", &["locality", "covered_from", "layers", "split", "divergences"], d) else { continue };
         let Some(locality) = z.req_str("locality", "a zip entry", d) else { continue };
+        let covered_from = z.opt_date("covered_from", d);
         let split = z.opt_str("split", d);
         if split.as_deref().is_some_and(|s| s.trim().is_empty()) {
             d.push(Diagnostic::error("R102", Some(&v.span), format!("zip `{zip}` has an empty `split`")));
@@ -741,7 +742,15 @@ fn local(node: &Node, path: &Path, zips: &mut Vec<ZipArea>, listed: &mut HashMap
             continue;
         }
         listed.insert(zip.clone(), state);
-        zips.push(ZipArea { zip, state, locality, layers: layers.into_iter().map(|(l, _)| l).collect(), split, divergences });
+        zips.push(ZipArea {
+            zip,
+            state,
+            locality,
+            covered_from: covered_from.flatten(),
+            layers: layers.into_iter().map(|(l, _)| l).collect(),
+            split,
+            divergences,
+        });
     }
 }
 

@@ -139,12 +139,28 @@ pub struct ZipArea {
     pub zip: String,
     pub state: usize,
     pub locality: String,
+    /// The first day the entry holds all of the zip's local taxes (`covered_from:`), where its layers' history
+    /// before that is not traced; else the first layer's `from`.
+    pub covered_from: Option<NaiveDate>,
     pub layers: Vec<LocalLayer>,
     /// Where the zip code spans jurisdictions: the others it reaches into (`split:`). The layers are those of
     /// `locality`, the one the zip's main city uses; an answer there says the zip is split.
     pub split: Option<String>,
     /// Known disagreements with an independent rate table (`divergences:`), each with its reason and source.
     pub divergences: Vec<Divergence>,
+}
+
+impl ZipArea {
+    /// The first day the local tables hold all of this zip's rates: `covered_from`, else its first layer's `from`
+    /// (none for a zip without layers, listed with no local tax or only to carry records).
+    pub fn covered_since(&self) -> Option<NaiveDate> {
+        self.covered_from.or_else(|| self.layers.iter().map(|l| l.from).min())
+    }
+
+    /// Whether the local tables hold this zip's rates on `day`. Before that the zip is as good as not listed.
+    pub fn covers(&self, day: NaiveDate) -> bool {
+        self.covered_since().is_none_or(|first| first <= day)
+    }
 }
 
 /// A recorded, explained disagreement between our combined rate at a zip code and another table's figure

@@ -323,10 +323,10 @@ impl PublicRatesApi {
         let det = table::probe(reg, state, table::SAAS, Some(&zip), day).map_err(|e| ApiError::engine(e, ""))?;
         let j = reg.jurisdiction(state).ok_or_else(|| ApiError::internal("jurisdiction missing from the registry"))?;
         let local_taxes = in_force(&j.local_taxes, day).is_some_and(|d| d.value);
-        let in_tables = reg.zips.contains_key(&zip);
+        let in_tables = reg.zips.get(&zip).is_some_and(|a| a.covers(day));
         let note = match (in_tables, local_taxes) {
             (false, true) => Some(format!(
-                "local rates are not covered for zip code {zip}: {} has local sales taxes, and the combined rate here is the state rate only",
+                "local rates are not covered for zip code {zip} on {day}: {} has local sales taxes, and the combined rate here is the state rate only",
                 j.name
             )),
             (false, false) => Some(format!("{} has no local sales taxes: the state rate is the whole rate", j.name)),

@@ -484,6 +484,9 @@ pub fn check_row(reg: &Registry, format: Format, row: &Row, as_of: NaiveDate) ->
         None if local_taxes => {
             return Outcome::Uncovered { reason: format!("{} has local taxes and our local tables do not hold {}", row.state, row.zip) }
         }
+        Some(a) if local_taxes && !a.covers(as_of) => {
+            return Outcome::Uncovered { reason: format!("our local tables hold {} only from a date after {as_of}", row.zip) }
+        }
         _ => {}
     }
     let det = match table::probe(reg, state, table::SAAS, Some(&row.zip), as_of) {

@@ -869,7 +869,7 @@ fn rate_layers(cx: &mut Ctx, j: &Jurisdiction, sourced: &Sourced, state_rate: &D
                 cx.advise_buyer("ZIP_STATE_MISMATCH");
                 cx.lower_confidence(20, format!("zip {zip} is in {}, not {}", state_code(area.state), j.code));
             }
-            Some(area) if local_taxes => {
+            Some(area) if local_taxes && area.covers(as_of) => {
                 for l in area.layers.iter().filter(|l| l.from <= as_of && l.to.is_none_or(|t| as_of <= t)) {
                     layers.push(AppliedLayer { level: l.level.clone(), name: l.name.clone(), rate: l.rate, citation: l.citation.clone() });
                 }
@@ -878,6 +878,11 @@ fn rate_layers(cx: &mut Ctx, j: &Jurisdiction, sourced: &Sourced, state_rate: &D
                     cx.lower_confidence(10, format!("zip {zip} spans jurisdictions ({split}); the rates of {} were used", area.locality));
                 }
                 locality = Some(area.locality.clone());
+            }
+            Some(area) if local_taxes => {
+                cx.advise_buyer("ZIP_NOT_COVERED_ON_DATE");
+                let from = area.covered_since().map_or_else(String::new, |d| d.to_string());
+                cx.lower_confidence(15, format!("the local rate tables hold zip {zip} from {from}, not on {as_of}; state rate only"));
             }
             Some(_) => cx.advise_buyer("NO_LOCAL_TAX_IN_STATE"),
             None if local_taxes => {

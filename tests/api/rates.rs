@@ -155,6 +155,17 @@ async fn local_rates_by_zip(app: TestApp) {
     assert_eq!(u.json["local_rates_covered"], json!(false));
     assert!(u.json["note"].as_str().unwrap().starts_with("local rates are not covered for zip code 79936"), "{}", u.text);
     assert_eq!(u.json["layers"], json!([]));
+    // Laredo (78040) is held from 2026-01-01 (covered_from): before that, the state rate, not covered, and why.
+    let early = app.get("/api/v1/rates/local?zip=78040&as_of=2025-06-01", None).await;
+    assert_eq!(early.status, 200, "{}", early.text);
+    assert_eq!((num(&early.json["combined_rate"]), early.json["local_rates_covered"].clone()), (0.0625, json!(false)));
+    assert!(
+        early.json["note"].as_str().unwrap().starts_with("local rates are not covered for zip code 78040 on 2025-06-01"),
+        "{}",
+        early.text
+    );
+    let later = app.get("/api/v1/rates/local?zip=78040&as_of=2026-03-01", None).await;
+    assert_eq!((num(&later.json["combined_rate"]), later.json["local_rates_covered"].clone()), (0.0825, json!(true)));
     // Oregon (97201, Portland): no sales tax at all, covered as a whole.
     let or = app.get("/api/v1/rates/local?zip=97201", None).await;
     assert_eq!((or.json["state"].clone(), num(&or.json["combined_rate"])), (json!("OR"), 0.0));
