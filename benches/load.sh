@@ -18,11 +18,16 @@ PORT="${LEVY_BENCH_PORT:-18080}"
 read -r -a CONN_COUNTS <<<"${LEVY_BENCH_CONNS:-16 64}"
 HALF_RUNS="${LEVY_BENCH_HALF_RUNS:-3}"
 command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
-cargo build --release --locked --quiet
+# LEVY_BENCH_BIN measures a binary built beforehand (to alternate two builds); else the release build of this tree.
+BIN="${LEVY_BENCH_BIN:-}"
+if [ -z "$BIN" ]; then
+  cargo build --release --locked --quiet
+  BIN="${CARGO_TARGET_DIR:-target}/release/levy"
+fi
 
 WORK="$(mktemp -d)"
 export LEVY_DATA_DIR="$WORK" LEVY_BURST_LIMIT=1000000000 LEVY_DEMO_MINUTE_LIMIT=1000000000 LEVY_DEMO_DAY_LIMIT=1000000000 RUST_LOG=warn
-target/release/levy serve --bind "127.0.0.1:$PORT" >"$WORK/server.log" 2>&1 &
+"$BIN" serve --bind "127.0.0.1:$PORT" >"$WORK/server.log" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
 BASE="http://127.0.0.1:$PORT"

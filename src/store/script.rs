@@ -3,8 +3,8 @@
 //! A hot write transaction made of many small statements spends most of its time between them: on SQLite each
 //! statement is a hand-off to the connection's worker thread and back, on PostgreSQL a network round trip. A
 //! `Script` joins statements into one text that PostgreSQL runs in order (its simple-query protocol), and
-//! `Results` splits what comes back by statement. SQLite runs a script's statements one after another on the
-//! held connection, each with its own parameters.
+//! `Results` splits what comes back by statement. SQLite gets a script in one request to the connection's worker
+//! thread too, which prepares its statements in turn and binds the values across them in order.
 //!
 //! The statements of the hot paths (the ledger batch, the limiter's counters) are written by hand as [`Sql`]:
 //! building them with sea-query took more than half of a ledger batch's own CPU time (query objects, boxed
@@ -441,29 +441,46 @@ impl ScriptConn {
     pub async fn run(&mut self, script: Script<'_>) -> Result<Results, StoreError> {
         let out = match &mut self.conn {
             Conn::Sqlite(c) => {
-                let mut sets = Vec::with_capacity(script.spans.len());
-                for (text, args) in &script.spans {
-                    let sql = &script.sql[text.clone()];
-                    let mut bound = SqliteArguments::default();
-                    for a in &script.args[args.clone()] {
-                        let added = match a {
-                            Arg::Text(t) => bound.add(t.as_ref()),
-                            Arg::Int(i) => bound.add(*i),
-                            Arg::Bool(b) => bound.add(*b),
-                            Arg::Blob(b) => bound.add(b.as_ref()),
-                            Arg::Null => bound.add(None::<i64>),
-                        };
-                        added.map_err(|e| StoreError::Other(format!("binding a value: {e}")))?;
+                // The whole script in one request to the connection's worker thread, which prepares its statements
+                // one after another (each cached by the connection) and binds the values across them in order. sqlx
+                // 0.8 documents several statements in one prepared query as SQLite-only behaviour it deprecates
+                // (launchbadge/sqlx#3108); it is kept because it is what lets 16 connections carry half of the
+                // keyed maximum (benches/README.md). Should sqlx drop it, every keyed test fails at once; the way
+                // back is a `fetch_all` per statement.
+                let mut bound = SqliteArguments::default();
+                for a in &script.args {
+                    let added = match a {
+                        Arg::Text(t) => bound.add(t.as_ref()),
+                        Arg::Int(i) => bound.add(*i),
+                        Arg::Bool(b) => bound.add(*b),
+                        Arg::Blob(b) => bound.add(b.as_ref()),
+                        Arg::Null => bound.add(None::<i64>),
+                    };
+                    added.map_err(|e| StoreError::Other(format!("binding a value: {e}")))?;
+                }
+                let mut sets: Vec<Vec<QueryResult>> = vec![Vec::new()];
+                let outcome = {
+                    let mut stream = (&mut **c).fetch_many(sea_orm::sqlx::query_with(&script.sql, bound));
+                    loop {
+                        match stream.try_next().await {
+                            Ok(Some(Either::Left(_))) => sets.push(Vec::new()),
+                            Ok(Some(Either::Right(row))) => sets.last_mut().expect("one open statement").push(row.into()),
+                            Ok(None) => break Ok(()),
+                            Err(e) => break Err(e),
+                        }
                     }
-                    let rows = sea_orm::sqlx::query_with(sql, bound).fetch_all(&mut **c).await.map_err(sqlx_err)?;
-                    // (A transaction is open once its BEGIN has run, until its COMMIT or ROLLBACK has.)
-                    match sql {
+                };
+                // (A transaction is open once its BEGIN has run, until its COMMIT or ROLLBACK has: the statements
+                // that ended are those before the last, still open, set.)
+                for (text, _) in &script.spans[..sets.len() - 1] {
+                    match &script.sql[text.clone()] {
                         "BEGIN IMMEDIATE" => self.open = true,
                         "COMMIT" | "ROLLBACK" => self.open = false,
                         _ => {}
                     }
-                    sets.push(rows.into_iter().map(QueryResult::from).collect());
                 }
+                outcome.map_err(sqlx_err)?;
+                sets.pop(); // the empty set opened after the last statement's end
                 sets
             }
             Conn::Postgres(c) => {
