@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod caching;
+pub mod conform;
 pub mod context;
 pub mod error;
 pub mod idempotency;

@@ -84,11 +84,20 @@ impl<T: Type> ParseFromParameter for Param<T> {
     }
 }
 
-/// Declares a type that only documents a schema (an inline one: no entry under components).
+/// Declares a type whose schema is written out (an inline one: no entry under components). As a body field it
+/// holds the JSON sent, which `api::conform` has checked against that schema before the typed parse.
 macro_rules! documented {
     ($(#[doc = $doc:literal])* $name:ident => $schema:expr) => {
         $(#[doc = $doc])*
-        pub struct $name;
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct $name(pub serde_json::Value);
+
+        impl $name {
+            /// The value as text (a string schema's value; empty for any other).
+            pub fn text(&self) -> &str {
+                self.0.as_str().unwrap_or_default()
+            }
+        }
 
         impl Type for $name {
             const IS_REQUIRED: bool = true;
@@ -100,7 +109,8 @@ macro_rules! documented {
             }
 
             fn schema_ref() -> MetaSchemaRef {
-                MetaSchemaRef::Inline(Box::new($schema))
+                // The type's name travels with the schema (not into the document) for `api::conform`'s words.
+                MetaSchemaRef::Inline(Box::new(MetaSchema { rust_typename: Some(stringify!($name)), ..$schema }))
             }
 
             fn register(_: &mut Registry) {}
@@ -114,16 +124,15 @@ macro_rules! documented {
             }
         }
 
-        // Bodies are checked by the validators; as a body field the type only documents.
         impl poem_openapi::types::ParseFromJSON for $name {
-            fn parse_from_json(_: Option<serde_json::Value>) -> ParseResult<Self> {
-                Ok($name)
+            fn parse_from_json(value: Option<serde_json::Value>) -> ParseResult<Self> {
+                Ok($name(value.unwrap_or_default()))
             }
         }
 
         impl poem_openapi::types::ToJSON for $name {
             fn to_json(&self) -> Option<serde_json::Value> {
-                None
+                Some(self.0.clone())
             }
         }
     };
@@ -212,7 +221,7 @@ impl<T: Type> Type for StateMap<T> {
         let codes = engine::STATES.iter().map(|s| s.to_string()).chain(engine::STATES.iter().map(|s| s.to_ascii_lowercase()));
         let properties = codes.map(|c| (&*Box::leak(c.into_boxed_str()), T::schema_ref())).collect();
         // No other property: `api::document` closes request objects (additionalProperties false).
-        MetaSchemaRef::Inline(Box::new(MetaSchema { properties, ..MetaSchema::new("object") }))
+        MetaSchemaRef::Inline(Box::new(MetaSchema { rust_typename: Some("StateMap"), properties, ..MetaSchema::new("object") }))
     }
 
     fn register(registry: &mut Registry) {
@@ -331,4 +340,20 @@ pub const CLAIM_TOKEN_PATTERN: &str = "^clm_[0-9a-f]{64}$";
 documented!(
     /// A claim link's token: `clm_` and 64 lowercase hex characters.
     ClaimToken => MetaSchema { pattern: Some(CLAIM_TOKEN_PATTERN.to_string()), ..MetaSchema::new("string") }
+);
+
+/// The pattern of an email address: one @, a local part, a dotted domain, no spaces.
+pub const EMAIL_PATTERN: &str = r"^[^@\s\u0085]+@[^@\s\u0085.][^@\s\u0085]*\.[^@\s\u0085]*[^@\s\u0085.]$";
+
+documented!(
+    /// An email address: one @, a local part, a dotted domain, no spaces; at most 320 characters.
+    Email => MetaSchema { max_length: Some(320), pattern: Some(EMAIL_PATTERN.to_string()), ..MetaSchema::new("string") }
+);
+
+/// The pattern of an EIN: nine digits, or two, a dash and seven; or empty.
+pub const EIN_PATTERN: &str = r"^([0-9]{9}|[0-9]{2}-[0-9]{7})?$";
+
+documented!(
+    /// An EIN: nine digits (dashes allowed as 12-3456789), or empty.
+    Ein => MetaSchema { pattern: Some(EIN_PATTERN.to_string()), ..MetaSchema::new("string") }
 );
