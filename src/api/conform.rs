@@ -344,8 +344,12 @@ fn words(rust_typename: Option<&str>) -> Option<Words> {
 
 /// What a value that does not match a documented pattern is told (`{}` is the value).
 fn pattern_words(pattern: &str) -> Option<&'static str> {
-    use super::schema::param::{CLAIM_TOKEN_PATTERN, MONTH_PATTERN, WALLET_ADDRESS_PATTERN, ZIP_PATTERN};
-    let table: [(&str, &'static str); 6] = [
+    use super::schema::param::{
+        AGENT_ID_PATTERN, CLAIM_TOKEN_PATTERN, EIN_LAST4_PATTERN, MONTH_PATTERN, WALLET_ADDRESS_PATTERN, ZIP_PATTERN,
+    };
+    let table: [(&str, &'static str); 8] = [
+        (AGENT_ID_PATTERN, "may contain only letters, digits and _ - . : @"),
+        (EIN_LAST4_PATTERN, "must be the last 4 digits of the EIN (never the whole number)"),
         (WALLET_ADDRESS_PATTERN, "`{}` is not a wallet address: 0x and 40 hex digits expected"),
         (ZIP_PATTERN, "`{}` is not a 5-digit ZIP Code"),
         (MONTH_PATTERN, "`{}` is not a month (YYYY-MM)"),

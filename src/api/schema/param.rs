@@ -99,6 +99,13 @@ macro_rules! documented {
             }
         }
 
+        // For field validators (`max_length`) on top of the type's own schema.
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                self.text()
+            }
+        }
+
         impl Type for $name {
             const IS_REQUIRED: bool = true;
             type RawValueType = Self;
@@ -314,14 +321,25 @@ documented!(
     ShortText => MetaSchema { max_length: Some(200), ..MetaSchema::new("string") }
 );
 
+/// The pattern of an agent id (a network profile's, a counterparty's): letters, digits and _ - . : @.
+pub const AGENT_ID_PATTERN: &str = r"^[A-Za-z0-9_\-.:@]+$";
+
 documented!(
     /// A network agent id: 1 to 200 of A–Z a–z 0–9 _ - . : @.
     AgentIdParam => MetaSchema {
         min_length: Some(1),
         max_length: Some(200),
-        pattern: Some(r"^[A-Za-z0-9_\-.:@]+$".to_string()),
+        pattern: Some(AGENT_ID_PATTERN.to_string()),
         ..MetaSchema::new("string")
     }
+);
+
+/// The pattern of an EIN's last four digits.
+pub const EIN_LAST4_PATTERN: &str = r"^[0-9]{4}$";
+
+documented!(
+    /// The last four digits of an EIN (never the whole number).
+    EinLast4 => MetaSchema { max_length: Some(4), pattern: Some(EIN_LAST4_PATTERN.to_string()), ..MetaSchema::new("string") }
 );
 
 documented!(
