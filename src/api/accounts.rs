@@ -85,17 +85,6 @@ error_responses!(AgentErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-/// A plausible address: one @, a local part, a dotted domain, no spaces. (Delivery is what proves it.)
-pub(crate) fn valid_email(e: &str) -> bool {
-    let Some((local, domain)) = e.split_once('@') else { return false };
-    !local.is_empty()
-        && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-        && !e.contains(char::is_whitespace)
-        && !domain.contains('@')
-}
-
 /// A valid signup; `account.password_hash` is filled in by [`blocking`] hashing once the signup limit allows it.
 struct Signup {
     account: entity::Model,

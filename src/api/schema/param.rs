@@ -375,3 +375,16 @@ documented!(
     /// An EIN: nine digits (dashes allowed as 12-3456789), or empty.
     Ein => MetaSchema { pattern: Some(EIN_PATTERN.to_string()), ..MetaSchema::new("string") }
 );
+
+/// The pattern of a caller's identifier: no control characters (U+0000 to U+001F, U+007F to U+009F).
+pub const NO_CONTROL_PATTERN: &str = r"^[^\u0000-\u001F\u007F-\u009F]*$";
+
+documented!(
+    /// A partner's id for its user: 1 to 256 characters, no control characters (U+0000–U+001F, U+007F–U+009F).
+    ExternalId => MetaSchema {
+        min_length: Some(1),
+        max_length: Some(256),
+        pattern: Some(NO_CONTROL_PATTERN.to_string()),
+        ..MetaSchema::new("string")
+    }
+);
