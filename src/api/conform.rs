@@ -112,10 +112,27 @@ impl Contract {
         }
     }
 
-    /// oneOf / anyOf: the value must match a branch; when none does, the problems of the closest branch.
+    /// oneOf / anyOf: the value must match a branch. Branches that are closed objects are told apart by the
+    /// fields sent: the one branch whose fields they are is checked (its problems told), fields of several or of
+    /// none are a problem of the body's shape. Other branches: the problems of the closest.
     fn alternatives(&self, s: &MetaSchema, v: &mut Value, path: &str, out: &mut Vec<FieldError>) {
         let branches = if s.one_of.is_empty() { &s.any_of } else { &s.one_of };
-        let mut closest: Option<(Vec<FieldError>, Value)> = None;
+        let shapes: Option<Vec<Vec<&str>>> = branches
+            .iter()
+            .map(|b| self.resolve(b).filter(|b| b.ty == "object" && !b.properties.is_empty() && b.additional_properties.is_none()))
+            .map(|b| b.map(|b| b.properties.iter().map(|(n, _)| *n).collect()))
+            .collect();
+        if let (Some(shapes), Some(obj)) = (shapes, v.as_object()) {
+            let forms = shapes.iter().map(|f| format!("{{{}}}", f.join(", "))).collect::<Vec<_>>().join(" or ");
+            let sent: Vec<usize> = (0..shapes.len()).filter(|&i| obj.keys().any(|k| shapes[i].contains(&k.as_str()))).collect();
+            match sent[..] {
+                [i] => return self.value(&branches[i], v, path, out),
+                [] if obj.is_empty() => return err(out, path, format!("expected {forms}")),
+                [] => {}
+                _ => return err(out, path, format!("send {forms}, not fields of several")),
+            }
+        }
+        let mut closest: Option<Vec<FieldError>> = None;
         let mut matched: Option<Value> = None;
         let mut matches = 0;
         for b in branches {
@@ -124,14 +141,14 @@ impl Contract {
             if errors.is_empty() {
                 matches += 1;
                 matched.get_or_insert(tried);
-            } else if closest.as_ref().is_none_or(|(c, _)| errors.len() < c.len()) {
-                closest = Some((errors, tried));
+            } else if closest.as_ref().is_none_or(|c| errors.len() < c.len()) {
+                closest = Some(errors);
             }
         }
         match (matched, closest) {
             (Some(m), _) if matches == 1 || s.one_of.is_empty() => *v = m,
             (Some(_), _) => err(out, path, "matches more than one of the documented forms"),
-            (None, Some((errors, _))) => out.extend(errors),
+            (None, Some(errors)) => out.extend(errors),
             (None, None) => {}
         }
     }
@@ -224,12 +241,14 @@ impl Contract {
             return;
         }
         let shown = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-        if let Some(w) = words(s.rust_typename).and_then(|w| w.value) {
+        let words = words(s.rust_typename);
+        if let Some(w) = words.as_ref().and_then(|w| w.value).filter(|_| words.as_ref().is_some_and(|w| !w.list)) {
             return err(out, path, format!("`{shown}` {w}"));
         }
         let values: Vec<&str> = s.enum_items.iter().filter_map(Value::as_str).collect();
         let hint = did_you_mean(&shown, values.iter().copied()).map(|x| format!("; did you mean `{x}`?")).unwrap_or_default();
-        err(out, path, format!("`{shown}` is not one of: {}{hint}", values.join(", ")))
+        let phrase = words.and_then(|w| w.value).unwrap_or("is not one of");
+        err(out, path, format!("`{shown}` {phrase}: {}{hint}", values.join(", ")))
     }
 
     fn number(&self, s: &MetaSchema, v: &mut Value, path: &str, out: &mut Vec<FieldError>) {
@@ -328,6 +347,8 @@ pub struct Words {
     pub value: Option<&'static str>,
     /// After the key in backticks (an object whose keys are a list: the states).
     pub key: Option<&'static str>,
+    /// Whether the values follow the words (a short list).
+    pub list: bool,
 }
 
 /// The words of the types whose lists are too long to repeat in a message.
@@ -335,9 +356,10 @@ fn words(rust_typename: Option<&str>) -> Option<Words> {
     let name = rust_typename?.rsplit("::").next()?;
     let name = name.split('<').next()?;
     match name {
-        "StateCode" | "StateParam" => Some(Words { value: Some("is not a two-letter US state code or DC"), key: None }),
-        "StateOrEmpty" => Some(Words { value: Some("is not a two-letter US state code or DC (or empty)"), key: None }),
-        "StateMap" => Some(Words { value: None, key: Some("is not a two-letter US state code or DC") }),
+        "StateCode" | "StateParam" => Some(Words { value: Some("is not a two-letter US state code or DC"), key: None, list: false }),
+        "StateOrEmpty" => Some(Words { value: Some("is not a two-letter US state code or DC (or empty)"), key: None, list: false }),
+        "StateMap" => Some(Words { value: None, key: Some("is not a two-letter US state code or DC"), list: false }),
+        "PaidTier" => Some(Words { value: Some("is not a paid tier"), key: None, list: true }),
         _ => None,
     }
 }
