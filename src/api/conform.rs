@@ -156,6 +156,9 @@ impl Contract {
     fn object(&self, s: &MetaSchema, v: &mut Value, path: &str, out: &mut Vec<FieldError>) {
         let Some(obj) = v.as_object_mut() else { return err(out, path, "must be an object") };
         let names: Vec<&str> = s.properties.iter().map(|(n, _)| *n).collect();
+        if let Some(max) = s.max_properties.filter(|m| obj.len() > *m) {
+            return err(out, path, format!("has {} entries; at most {max} are taken", obj.len()));
+        }
         if s.additional_properties.is_none() && !names.is_empty() {
             for k in obj.keys() {
                 if !names.contains(&k.as_str()) {

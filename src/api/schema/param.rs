@@ -388,3 +388,15 @@ documented!(
         ..MetaSchema::new("string")
     }
 );
+
+documented!(
+    /// A rate as a decimal from 0 to 1 (0.0625 is 6.25%), read exactly as sent.
+    Rate => MetaSchema { minimum: Some(0.0), maximum: Some(1.0), ..MetaSchema::new("number") }
+);
+
+impl Rate {
+    /// The rate, exactly as sent (`None` only for a value the check refuses).
+    pub fn decimal(&self) -> Option<rust_decimal::Decimal> {
+        crate::validate::Checker::default().decimal("rate", Some(&self.0))
+    }
+}
