@@ -291,6 +291,20 @@ impl Contract {
                 return err(out, path, format!("must be at most {m}"));
             }
         }
+        if let Some(step) = s.multiple_of.and_then(Decimal::from_f64).map(|d| d.normalize()) {
+            if !step.is_zero() && !(d % step).is_zero() {
+                let places = step.scale();
+                return err(
+                    out,
+                    path,
+                    if step == Decimal::new(1, places) {
+                        format!("`{text}` has more than {places} decimal places; it is kept exactly and never rounded")
+                    } else {
+                        format!("must be a multiple of {step}")
+                    },
+                );
+            }
+        }
         if v.is_string() {
             // The typed parse reads numbers: the decimal string as the number it names, every digit kept.
             if let Ok(n) = serde_json::from_str::<serde_json::Number>(&d.to_string()) {
@@ -369,10 +383,13 @@ fn words(rust_typename: Option<&str>) -> Option<Words> {
 
 /// What a value that does not match a documented pattern is told (`{}` is the value).
 fn pattern_words(pattern: &str) -> Option<&'static str> {
+    use super::schema::gains::SYMBOL_PATTERN;
     use super::schema::param::{
-        AGENT_ID_PATTERN, CLAIM_TOKEN_PATTERN, EIN_LAST4_PATTERN, MONTH_PATTERN, WALLET_ADDRESS_PATTERN, ZIP_PATTERN,
+        AGENT_ID_PATTERN, CLAIM_TOKEN_PATTERN, EIN_LAST4_PATTERN, MONTH_PATTERN, NO_CONTROL_PATTERN, WALLET_ADDRESS_PATTERN, ZIP_PATTERN,
     };
-    let table: [(&str, &'static str); 8] = [
+    let table: [(&str, &'static str); 10] = [
+        (SYMBOL_PATTERN, "may hold only letters, digits, `.`, `_` and `-`"),
+        (NO_CONTROL_PATTERN, "must not contain control characters"),
         (AGENT_ID_PATTERN, "may contain only letters, digits and _ - . : @"),
         (EIN_LAST4_PATTERN, "must be the last 4 digits of the EIN (never the whole number)"),
         (WALLET_ADDRESS_PATTERN, "`{}` is not a wallet address: 0x and 40 hex digits expected"),

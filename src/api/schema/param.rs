@@ -400,3 +400,28 @@ impl Rate {
         crate::validate::Checker::default().decimal("rate", Some(&self.0))
     }
 }
+
+/// The exact decimal of a JSON number (or decimal string), as `api::conform` checked it; `None` for anything else.
+pub fn exact(v: &serde_json::Value) -> Option<rust_decimal::Decimal> {
+    crate::validate::Checker::default().decimal("value", Some(v))
+}
+
+documented!(
+    /// A quantity: greater than 0, at most 1000000000000, at most 8 decimal places (more is refused, never rounded). A decimal string is accepted.
+    Quantity => MetaSchema {
+        minimum: Some(0.00000001),
+        maximum: Some(1e12),
+        multiple_of: Some(0.00000001),
+        ..MetaSchema::new("number")
+    }
+);
+
+documented!(
+    /// USD, 0 to 1000000000. A decimal string is accepted.
+    Price => MetaSchema { minimum: Some(0.0), maximum: Some(1e9), ..MetaSchema::new("number") }
+);
+
+documented!(
+    /// USD, 0 to 1000000000000000. A decimal string is accepted.
+    Income => MetaSchema { minimum: Some(0.0), maximum: Some(1e15), ..MetaSchema::new("number") }
+);
