@@ -374,6 +374,7 @@ fn words(rust_typename: Option<&str>) -> Option<Words> {
     let name = name.split('<').next()?;
     match name {
         "StateCode" | "StateParam" => Some(Words { value: Some("is not a two-letter US state code or DC"), key: None, list: false }),
+        "StateCodeOrEmpty" => Some(Words { value: Some("is not a two-letter state code (or empty)"), key: None, list: false }),
         "StateOrEmpty" => Some(Words { value: Some("is not a two-letter US state code or DC (or empty)"), key: None, list: false }),
         "StateMap" => Some(Words { value: None, key: Some("is not a two-letter US state code or DC"), list: false }),
         "PaidTier" => Some(Words { value: Some("is not a paid tier"), key: None, list: true }),

@@ -157,6 +157,11 @@ documented!(
 );
 
 documented!(
+    /// A state code (upper case, DC included) or empty.
+    StateCodeOrEmpty => strings(std::iter::once(String::new()).chain(engine::STATES.iter().map(|s| s.to_string())))
+);
+
+documented!(
     /// A state code (upper or lower case) or empty.
     StateOrEmpty => strings(std::iter::once(String::new()).chain(engine::STATES.iter().map(|s| s.to_string())).chain(engine::STATES.iter().map(|s| s.to_ascii_lowercase())))
 );
