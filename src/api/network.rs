@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use super::auth::KeyAuth;
 use super::context::client_ip;
 use super::error::ApiError;
-use super::payload::{Body, JsonText};
-use super::schema::network::{DirectoryAnswer, FeedPage, NetworkProfileRequest, NetworkProfileResponse};
+use super::payload::{Body, Json, JsonText};
+use super::schema::network::{DirectoryAnswer, FeedPage, NetworkProfileRequest, NetworkProfileResponse, OwnPrincipal, OwnProfile};
 use super::schema::param::{AgentIdParam, PageNumber, Param, ShortText, WorkTypeFilter, MAX_PAGE};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
@@ -59,17 +59,31 @@ pub fn public_view(p: &network_profile::Model) -> Value {
 }
 
 /// A profile as its owner sees it.
-fn own_view(p: &network_profile::Model) -> Value {
-    let principal = has_principal(p).then(|| {
-        json!({"legal_name": p.principal_legal_name, "entity_type": p.principal_entity_type,
-               "state_of_incorporation": p.principal_state, "ein_last4": p.principal_ein_last4,
-               "contact_email": p.principal_contact_email, "is_business": p.principal_is_business})
+fn own_view(p: network_profile::Model) -> OwnProfile {
+    let principal = has_principal(&p).then(|| OwnPrincipal {
+        legal_name: p.principal_legal_name.clone(),
+        entity_type: p.principal_entity_type.clone(),
+        state_of_incorporation: p.principal_state.clone(),
+        ein_last4: p.principal_ein_last4.clone(),
+        contact_email: p.principal_contact_email.clone(),
+        is_business: p.principal_is_business,
     });
-    json!({
-        "agent_id": p.agent_id, "entity_name": p.entity_name, "entity_state": opt_state(&p.entity_state),
-        "visibility": p.visibility, "work_type": p.work_type, "description": p.description, "principal": principal,
-        "joined_at": iso(p.created_at), "updated_at": iso(p.updated_at),
-    })
+    OwnProfile {
+        entity_state: (!p.entity_state.is_empty()).then(|| p.entity_state.clone()),
+        joined_at: iso(p.created_at),
+        updated_at: iso(p.updated_at),
+        agent_id: p.agent_id,
+        entity_name: p.entity_name,
+        visibility: p.visibility,
+        work_type: p.work_type,
+        description: p.description,
+        principal,
+    }
+}
+
+/// The answer of POST and GET /network.
+fn own_answer(p: network_profile::Model, created: bool) -> Json<NetworkProfileResponse> {
+    Json(NetworkProfileResponse { success: true, created, profile: own_view(p) })
 }
 
 /// The profile a checked body asks for, for the account `entity_id`, at `now_ms`.
@@ -112,10 +126,10 @@ fn page_of(text: Option<&str>) -> Result<u64, ApiError> {
 pub enum SaveProfileResponses {
     /// The profile is created.
     #[oai(status = 201)]
-    Created(JsonText<NetworkProfileResponse>),
+    Created(Json<NetworkProfileResponse>),
     /// The account's profile of this agent id is updated.
     #[oai(status = 200)]
-    Ok(JsonText<NetworkProfileResponse>),
+    Ok(Json<NetworkProfileResponse>),
 }
 
 error_responses!(SaveProfileErrors {
@@ -130,7 +144,7 @@ error_responses!(SaveProfileErrors {
 pub enum GetProfileResponses {
     /// The profile.
     #[oai(status = 200)]
-    Ok(JsonText<NetworkProfileResponse>),
+    Ok(Json<NetworkProfileResponse>),
 }
 
 error_responses!(GetProfileErrors {
@@ -184,12 +198,8 @@ impl NetworkApi {
         let owner = s.authenticate(&auth).await?;
         let row = profile_row(body.parse()?, &owner.entity.id, s.clock.now_ms());
         match s.store.save_profile(row).await.map_err(ApiError::from)? {
-            Saved::Created(p) => {
-                Ok(SaveProfileResponses::Created(JsonText::value(&json!({"success": true, "created": true, "profile": own_view(&p)}))))
-            }
-            Saved::Updated(p) => {
-                Ok(SaveProfileResponses::Ok(JsonText::value(&json!({"success": true, "created": false, "profile": own_view(&p)}))))
-            }
+            Saved::Created(p) => Ok(SaveProfileResponses::Created(own_answer(p, true))),
+            Saved::Updated(p) => Ok(SaveProfileResponses::Ok(own_answer(p, false))),
             Saved::HeldElsewhere => Err(ApiError::conflict("another account's network profile has this agent_id").into()),
         }
     }
@@ -210,7 +220,7 @@ impl NetworkApi {
             })
             .into());
         };
-        Ok(GetProfileResponses::Ok(JsonText::value(&json!({"success": true, "created": false, "profile": own_view(&p)}))))
+        Ok(GetProfileResponses::Ok(own_answer(p, false)))
     }
 
     /// The public directory of the network
