@@ -470,14 +470,16 @@ fn trade_seeds() -> Vec<Value> {
 fn fuzz_trade_requests() {
     let seeds = Arc::new(trade_seeds());
     let keys = Arc::new(key_names(&seeds));
-    let now = "2026-11-21T10:00:00Z".parse().unwrap();
     let strategy = (0..seeds.len(), prop::collection::vec(json_edit(keys.len()), 0..5));
     fuzz("trade requests", strategy, |(i, edits)| {
         let body = apply_json(&seeds[i], &edits, &keys);
-        if let Ok(t) = levy::gains::request::parse_trade(&body, now) {
-            // An accepted trade has the figures the tracker computes with.
-            let _ = (t.amount(), t.day(), t.trade_type());
-        }
+        // The document's check and the typed parse agree: a body the check passes always parses (never a 500),
+        // and one it refuses is refused with every problem named.
+        use levy::api::{conform, schema::gains::TradeBody};
+        let mut checked = body.clone();
+        let problems = conform::contract::<TradeBody>().check(&mut checked);
+        let parsed = conform::parse::<TradeBody>(body.clone());
+        prop_assert_eq!(problems.is_empty(), parsed.is_ok(), "check and typed parse disagree on {}: {:?}", body, problems);
         Ok(())
     });
 }

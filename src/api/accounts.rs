@@ -3,51 +3,36 @@
 use std::sync::Arc;
 
 use chrono::{Datelike, TimeZone, Utc};
+use poem_openapi::types::ToJSON;
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::auth::SessionAuth;
 use super::context::client_ip;
 use super::error::ApiError;
 use super::keys::{key_view, new_key};
-use super::payload::{JsonBody, JsonText};
-use super::schema::accounts::{AgentCreated, CreateAgentRequest, LoginRequest, LoginResponse, MeResponse, SignupRequest, SignupResponse};
+use super::payload::{Body, Json, JsonText};
+use super::schema::accounts::{
+    Agent, AgentCreated, CreateAgentRequest, JoinedProfile, LoginRequest, LoginResponse, MeResponse, SignupRequest, SignupResponse,
+};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::error_responses;
-use crate::rules::schema::{state_index, WORK_TYPES};
 use crate::security::{check_login_password, hash_password, new_id, new_session_token, sha256_hex};
 use crate::store::entity::{agent, entity, session};
 use crate::store::StoreError;
-use crate::validate::Checker;
 
 pub struct AccountsApi(pub Arc<AppState>);
 
 /// Dashboard sessions last a week.
 pub const SESSION_LIFETIME_MS: i64 = 7 * 24 * 3600 * 1000;
 
-const SIGNUP_FIELDS: &[&str] = &[
-    "email",
-    "password",
-    "agent_name",
-    "agent_work_type",
-    "agent_description",
-    "company_name",
-    "state",
-    "ein",
-    "est_volume",
-    "join_network",
-    "network_visibility",
-    "utm",
-];
-const UTM_FIELDS: &[&str] = &["utm_source", "utm_medium", "utm_campaign", "utm_content", "utm_term", "landing_page"];
-
 #[derive(ApiResponse)]
 #[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
 pub enum SignupResponses {
     /// The account, its first agent and its first API key (shown once).
     #[oai(status = 201)]
-    Created(JsonText<SignupResponse>),
+    Created(Json<SignupResponse>),
 }
 
 error_responses!(SignupErrors {
@@ -62,7 +47,7 @@ error_responses!(SignupErrors {
 pub enum LoginResponses {
     /// A session token for the dashboard routes.
     #[oai(status = 200)]
-    Ok(JsonText<LoginResponse>),
+    Ok(Json<LoginResponse>),
 }
 
 error_responses!(LoginErrors {
@@ -91,7 +76,7 @@ error_responses!(MeErrors {
 pub enum AgentResponses {
     /// The new agent.
     #[oai(status = 201)]
-    Created(JsonText<AgentCreated>),
+    Created(Json<AgentCreated>),
 }
 
 error_responses!(AgentErrors {
@@ -99,17 +84,6 @@ error_responses!(AgentErrors {
     401 => Unauthorized: "UNAUTHORIZED: missing, unknown or expired session token.",
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
-
-/// A plausible address: one @, a local part, a dotted domain, no spaces. (Delivery is what proves it.)
-pub(crate) fn valid_email(e: &str) -> bool {
-    let Some((local, domain)) = e.split_once('@') else { return false };
-    !local.is_empty()
-        && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-        && !e.contains(char::is_whitespace)
-        && !domain.contains('@')
-}
 
 /// A valid signup; `account.password_hash` is filled in by [`blocking`] hashing once the signup limit allows it.
 struct Signup {
@@ -125,63 +99,26 @@ pub(crate) async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send 
     tokio::task::spawn_blocking(work).await.map_err(ApiError::internal)
 }
 
-fn parse_signup(value: &Value, state: &AppState, now: i64) -> Result<Signup, ApiError> {
-    let mut c = Checker::default();
-    let Some(obj) = c.object(value, SIGNUP_FIELDS) else { return Err(ApiError::fields(&c.errors)) };
-    let email = c.text(obj, "email", true, 1, 320).map(|e| e.trim().to_ascii_lowercase());
-    if let Some(e) = &email {
-        if !valid_email(e) {
-            c.err("email", format!("`{e}` is not an email address"));
+/// What JSON Schema cannot say of a signup, after the typed parse: the forms values are stored in.
+fn parse_signup(req: SignupRequest, state: &AppState, now: i64) -> Result<Signup, ApiError> {
+    let email = req.email.text().trim().to_ascii_lowercase();
+    let password = req.password;
+    let agent_name = req.agent_name;
+    let work_type = req.agent_work_type.0;
+    let description = req.agent_description.unwrap_or_default();
+    let company = req.company_name.unwrap_or_default();
+    let st = req.state.map(|s| s.text().to_ascii_uppercase()).unwrap_or_default();
+    let ein_digits = req.ein.map(|e| e.text().replace('-', "")).filter(|d| !d.is_empty());
+    let est_volume = req.est_volume.unwrap_or_default();
+    let join_network = req.join_network.unwrap_or(false);
+    let visibility = req.network_visibility.map_or("public", |v| v.as_str()).to_string();
+    // Only the attribution fields sent, as before.
+    let utm = req.utm.and_then(|u| u.to_json()).map(|mut u| {
+        if let Some(o) = u.as_object_mut() {
+            o.retain(|_, v| !v.is_null());
         }
-    }
-    let password = c.text(obj, "password", true, 8, 1024);
-    if obj.get("password").and_then(Value::as_str).is_some_and(|p| p.chars().count() < 8) {
-        c.errors.retain(|e| e.field != "password");
-        c.err("password", "must be at least 8 characters");
-    }
-    let agent_name = c.text(obj, "agent_name", true, 1, 200);
-    let work_type = c.one_of(obj, "agent_work_type", true, &WORK_TYPES);
-    let description = c.text(obj, "agent_description", false, 0, 2000).unwrap_or_default();
-    let company = c.text(obj, "company_name", false, 0, 200).unwrap_or_default();
-    let st = c.text(obj, "state", false, 0, 2).unwrap_or_default().to_ascii_uppercase();
-    if !st.is_empty() && state_index(&st).is_none() {
-        c.err("state", format!("`{st}` is not a two-letter US state code or DC (or empty)"));
-    }
-    let ein = c.text(obj, "ein", false, 0, 10).filter(|e| !e.is_empty());
-    let ein_digits = ein.as_ref().map(|e| e.replace('-', ""));
-    if let (Some(raw), Some(d)) = (&ein, &ein_digits) {
-        let dash_ok = !raw.contains('-') || (raw.len() == 10 && raw.find('-') == Some(2));
-        if d.len() != 9 || !d.bytes().all(|b| b.is_ascii_digit()) || !dash_ok {
-            c.err("ein", "must be 9 digits (12-3456789 or 123456789)");
-        }
-    }
-    let est_volume = c.text(obj, "est_volume", false, 0, 100).unwrap_or_default();
-    let join_network = c.boolean("join_network", obj.get("join_network")).unwrap_or(false);
-    let visibility = c.one_of(obj, "network_visibility", false, &["public", "private"]).unwrap_or_else(|| "public".into());
-    let mut utm = Map::new();
-    match obj.get("utm") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(u)) => {
-            c.unknown_fields("utm.", u, UTM_FIELDS);
-            for f in UTM_FIELDS {
-                let max = if *f == "landing_page" { 500 } else { 200 };
-                let mut inner = Checker::default();
-                if let Some(v) = inner.text(u, f, false, 0, max) {
-                    utm.insert((*f).to_string(), json!(v));
-                }
-                for e in inner.errors {
-                    c.err(&format!("utm.{}", e.field), e.message);
-                }
-            }
-        }
-        Some(_) => c.err("utm", "must be an object"),
-    }
-    if !c.errors.is_empty() {
-        return Err(ApiError::fields(&c.errors));
-    }
-    let (Some(email), Some(password), Some(agent_name), Some(work_type)) = (email, password, agent_name, work_type) else {
-        return Err(ApiError::internal("signup validated without its required fields"));
-    };
+        u
+    });
     let ein_ciphertext = match ein_digits {
         Some(d) => Some(state.data_key.encrypt(&d).map_err(ApiError::internal)?),
         None => None,
@@ -224,14 +161,20 @@ fn parse_signup(value: &Value, state: &AppState, now: i64) -> Result<Signup, Api
             est_volume,
             join_network,
             network_visibility: visibility,
-            utm: Value::Object(utm).to_string(),
+            utm: utm.unwrap_or_else(|| Value::Object(Default::default())).to_string(),
             ..entity::Model::new(id, email, now)
         },
     })
 }
 
-pub fn agent_view(a: &agent::Model) -> Value {
-    json!({"agent_id": a.id, "name": a.name, "work_type": a.work_type, "description": a.description, "created_at": iso(a.created_at)})
+pub fn agent_view(a: &agent::Model) -> Agent {
+    Agent {
+        agent_id: a.id.clone(),
+        name: a.name.clone(),
+        work_type: a.work_type.clone(),
+        description: a.description.clone(),
+        created_at: iso(a.created_at),
+    }
 }
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Accounts")]
@@ -241,16 +184,16 @@ impl AccountsApi {
     /// The password is stored as an argon2 hash and the EIN encrypted (AES-256-GCM). The API key is shown
     /// once, in this response only. New accounts are on the free plan (its allowance: GET /api/v1/pricing).
     #[oai(path = "/auth/signup", method = "post", operation_id = "signup")]
-    async fn signup(&self, body: JsonBody<SignupRequest>) -> Result<SignupResponses, SignupErrors> {
+    async fn signup(&self, body: Body<SignupRequest>) -> Result<SignupResponses, SignupErrors> {
         let s = &self.0;
         let now = s.clock.now_ms();
-        let mut parsed = parse_signup(body.value()?, s, now)?;
+        let mut parsed = parse_signup(body.parse()?, s, now)?;
         s.check_signup(&client_ip()).await?;
         let password = std::mem::take(&mut parsed.password);
         parsed.account.password_hash = blocking(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
         let (raw_key, key_row) = new_key(&parsed.account.id, "Default", now);
         let (entity_id, agent_id) = (parsed.account.id.clone(), parsed.agent.id.clone());
-        let profile = parsed.profile.as_ref().map(|p| json!({"agent_id": p.agent_id, "visibility": p.visibility}));
+        let profile = parsed.profile.as_ref().map(|p| JoinedProfile { agent_id: p.agent_id.clone(), visibility: p.visibility.clone() });
         match s.store.create_account(parsed.account, parsed.agent, key_row.clone(), parsed.profile).await {
             Ok(()) => {}
             Err(StoreError::Conflict(_)) => {
@@ -258,37 +201,31 @@ impl AccountsApi {
             }
             Err(e) => return Err(ApiError::from(e).into()),
         }
-        let out = json!({
-            "success": true,
-            "entity_id": entity_id,
-            "agent_id": agent_id,
-            "plan": "free",
-            "network_profile": profile,
-            "api_key": key_view(&raw_key, &key_row),
-            "next_steps": [
+        let out = SignupResponse {
+            success: true,
+            entity_id,
+            agent_id,
+            plan: "free".into(),
+            network_profile: profile,
+            api_key: key_view(&raw_key, &key_row),
+            next_steps: [
                 "Store the API key now: it is shown only once.",
                 "Tell levy where you have nexus: POST /api/v1/nexus {\"nexus\": {\"TX\": {\"hasNexus\": true}}}; until then seller calls return total_tax 0 with tax_if_nexus.",
                 "Calculate: POST /api/v1/calculate with X-API-Key, e.g. {\"amount\": 100, \"buyer_state\": \"TX\", \"buyer_zip\": \"78701\", \"counterparty_id\": \"cust-1\"}.",
                 "Send an Idempotency-Key header on calculate so that retries never record a transaction twice.",
                 "Read the API manual at /docs (OpenAPI document: /api/v1/openapi.json).",
-            ],
-        });
-        Ok(SignupResponses::Created(JsonText::value(&out)))
+            ]
+            .map(String::from)
+            .to_vec(),
+        };
+        Ok(SignupResponses::Created(Json(out)))
     }
 
     /// Log in: a session token for the dashboard routes
     #[oai(path = "/auth/login", method = "post", operation_id = "login")]
-    async fn login(&self, body: JsonBody<LoginRequest>) -> Result<LoginResponses, LoginErrors> {
+    async fn login(&self, body: Body<LoginRequest>) -> Result<LoginResponses, LoginErrors> {
         let s = &self.0;
-        let mut c = Checker::default();
-        let value = body.value()?;
-        let Some(obj) = c.object(value, &["email", "password"]) else { return Err(ApiError::fields(&c.errors).into()) };
-        let email = c.text(obj, "email", true, 1, 320);
-        let password = c.text(obj, "password", true, 1, 1024);
-        let (Some(email), Some(password)) = (email, password) else { return Err(ApiError::fields(&c.errors).into()) };
-        if !c.errors.is_empty() {
-            return Err(ApiError::fields(&c.errors).into());
-        }
+        let LoginRequest { email, password } = body.parse()?;
         let email = email.trim().to_ascii_lowercase();
         let ip = client_ip();
         s.check_login(&email, &ip).await?;
@@ -311,9 +248,14 @@ impl AccountsApi {
             })
             .await
             .map_err(ApiError::from)?;
-        let out =
-            json!({"success": true, "session_token": token, "token_type": "Bearer", "expires_at": iso(expires), "entity_id": account.id});
-        Ok(LoginResponses::Ok(JsonText::value(&out)))
+        let out = LoginResponse {
+            success: true,
+            session_token: token,
+            token_type: "Bearer".into(),
+            expires_at: iso(expires),
+            entity_id: account.id,
+        };
+        Ok(LoginResponses::Ok(Json(out)))
     }
 
     /// The account: entity, agents, key prefixes, this month's usage, recent transactions and trades
@@ -353,8 +295,8 @@ impl AccountsApi {
                 "nexus_configured": account.nexus_configured,
                 "created_at": iso(account.created_at),
             },
-            "agents": agents.iter().map(agent_view).collect::<Vec<_>>(),
-            "keys": keys.iter().map(super::keys::summary).collect::<Vec<_>>(),
+            "agents": agents.iter().map(|a| agent_view(a).to_json()).collect::<Vec<_>>(),
+            "keys": keys.iter().map(|k| super::keys::summary(k).to_json()).collect::<Vec<_>>(),
             "plans": {
                 "tax_plan": account.plan,
                 "gains_plan": account.gains_plan,
@@ -386,20 +328,14 @@ impl AccountsApi {
 
     /// Register another agent under the account
     #[oai(path = "/auth/agents", method = "post", operation_id = "createAgent")]
-    async fn create_agent(&self, auth: SessionAuth, body: JsonBody<CreateAgentRequest>) -> Result<AgentResponses, AgentErrors> {
+    async fn create_agent(&self, auth: SessionAuth, body: Body<CreateAgentRequest>) -> Result<AgentResponses, AgentErrors> {
         let s = &self.0;
         let account = s.session(&auth).await?;
-        let mut c = Checker::default();
-        let value = body.value()?;
-        let Some(obj) = c.object(value, &["agent_name", "work_type", "description"]) else {
-            return Err(ApiError::fields(&c.errors).into());
-        };
-        let name = c.text(obj, "agent_name", true, 1, 200);
-        let work_type = c.one_of(obj, "work_type", false, &WORK_TYPES).unwrap_or_else(|| "compute".into());
-        let description = c.text(obj, "description", false, 0, 2000).unwrap_or_default();
-        let Some(name) = name.filter(|_| c.errors.is_empty()) else { return Err(ApiError::fields(&c.errors).into()) };
+        let req = body.parse()?;
+        let (name, description) = (req.agent_name, req.description.unwrap_or_default());
+        let work_type = req.work_type.map_or_else(|| "compute".to_string(), |w| w.0);
         let a = agent::Model { id: new_id("agt"), entity_id: account.id, name, work_type, description, created_at: s.clock.now_ms() };
         s.store.insert_agent(a.clone()).await.map_err(ApiError::from)?;
-        Ok(AgentResponses::Created(JsonText::value(&json!({"success": true, "agent": agent_view(&a)}))))
+        Ok(AgentResponses::Created(Json(AgentCreated { success: true, agent: agent_view(&a) })))
     }
 }

@@ -11,17 +11,16 @@ use serde_json::{json, Value};
 
 use super::auth::KeyAuth;
 use super::error::{ApiError, ErrorCode};
-use super::payload::{JsonBody, JsonText};
-use super::schema::billing::{BillingEventAck, CheckoutRequest, CheckoutResponse, UsageStatement};
+use super::payload::{Body, Json, JsonBody, JsonText};
+use super::schema::billing::{BillingEventAck, CheckoutItem, CheckoutRequest, CheckoutResponse, UsageStatement};
 use super::schema::param::{MonthParam, Param};
 use super::{ApiTags, AppState};
 use crate::billing::{month_label, parse_month, Product, Statement};
 use crate::error_responses;
 use crate::ledger::month_start_ms;
 use crate::payments::checkout::{self as stripe, Prices, ProcessorError};
-use crate::plans::{Plans, DEFAULT_PLAN};
+use crate::plans::DEFAULT_PLAN;
 use crate::store::billing::Applied;
-use crate::validate::Checker;
 
 pub struct BillingApi(pub Arc<AppState>);
 
@@ -34,7 +33,7 @@ const NO_CHECKOUT: &str = "checkout is not set up on this server (no payment pro
 pub enum CheckoutResponses {
     /// The checkout session: send the buyer to `checkout_url`.
     #[oai(status = 200)]
-    Ok(JsonText<CheckoutResponse>),
+    Ok(Json<CheckoutResponse>),
 }
 
 error_responses!(CheckoutErrors {
@@ -74,55 +73,46 @@ error_responses!(UsageErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-/// The products and tiers a checkout body asks for: `{product, tier}` or `{tax_tier, gains_tier}`, each tier a
-/// paid tier with a price on this server.
-pub fn checkout_items(value: &Value, plans: &Plans, prices: &Prices) -> Result<Vec<(Product, String)>, ApiError> {
-    let mut c = Checker::default();
-    let Some(obj) = c.object(value, &["product", "tier", "tax_tier", "gains_tier"]) else { return Err(ApiError::fields(&c.errors)) };
-    let one = obj.contains_key("product") || obj.contains_key("tier");
-    let bundle = obj.contains_key("tax_tier") || obj.contains_key("gains_tier");
-    let mut items = Vec::new();
-    match (one, bundle) {
-        (true, true) => c.err("body", "send {product, tier} for one product or {tax_tier, gains_tier} for the bundle, not fields of both"),
-        (false, false) if c.errors.is_empty() => {
-            c.err("body", "expected {product, tier} for one product (tax or gains) or {tax_tier, gains_tier} for the bundle")
-        }
-        (false, false) => {}
-        (true, false) => {
-            let ids: Vec<&str> = Product::ALL.iter().map(|p| p.id()).collect();
-            let product = c.one_of(obj, "product", true, &ids).and_then(|p| Product::parse(&p));
-            let tier = c.text(obj, "tier", true, 1, 200);
-            if let (Some(product), Some(tier)) = (product, tier) {
-                items.push((product, "tier", tier));
+/// The products and tiers a checked checkout body asks for, each tier with a price on this server.
+pub fn checkout_items(req: Result<CheckoutRequest, ApiError>, prices: &Prices) -> Result<Vec<(Product, String)>, ApiError> {
+    let req = req.map_err(|mut e| {
+        // The free tier is not in the paid tiers' list: it is every account's start, which needs no checkout.
+        for m in e.errors.iter_mut() {
+            if let Some((field, _)) = m.split_once(&format!(": `{DEFAULT_PLAN}` is not a paid tier")) {
+                *m = format!("{field}: the free plan needs no checkout: every account starts on it");
             }
         }
-        (false, true) => {
-            for (product, field) in [(Product::Tax, "tax_tier"), (Product::Gains, "gains_tier")] {
-                if let Some(tier) = c.text(obj, field, true, 1, 200) {
-                    items.push((product, field, tier));
-                }
-            }
+        e
+    })?;
+    let items = match req {
+        CheckoutRequest::One(one) => vec![(one.product.text().to_string(), "tier", one.tier.text().to_string())],
+        CheckoutRequest::Bundle(b) => {
+            vec![
+                ("tax".to_string(), "tax_tier", b.tax_tier.text().to_string()),
+                ("gains".to_string(), "gains_tier", b.gains_tier.text().to_string()),
+            ]
         }
-    }
-    for (product, field, tier) in &items {
-        let known: Vec<&str> = plans.tiers.iter().map(|p| p.id.as_str()).filter(|id| *id != DEFAULT_PLAN).collect();
-        if tier == DEFAULT_PLAN {
-            c.err(field, "the free plan needs no checkout: every account starts on it");
-        } else if !known.contains(&tier.as_str()) {
-            let hint =
-                crate::rules::diag::did_you_mean(tier, known.iter().copied()).map(|x| format!("; did you mean `{x}`?")).unwrap_or_default();
-            c.err(field, format!("`{tier}` is not a paid tier: {}{hint}", known.join(", ")));
-        } else if prices.price(*product, tier).is_none() {
-            c.err(
-                field,
-                format!("the {tier} tier of {} is not sold through checkout on this server (no price is configured for it)", product.id()),
-            );
+    };
+    let mut errors = Vec::new();
+    let mut out = Vec::new();
+    for (product, field, tier) in items {
+        let Some(product) = Product::parse(&product) else {
+            errors.push(format!("{field}: `{product}` is not a product"));
+            continue;
+        };
+        if prices.price(product, &tier).is_none() {
+            errors.push(format!(
+                "{field}: the {tier} tier of {} is not sold through checkout on this server (no price is configured for it)",
+                product.id()
+            ));
         }
+        out.push((product, tier));
     }
-    if !c.errors.is_empty() {
-        return Err(ApiError::fields(&c.errors));
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(ApiError::invalid(errors))
     }
-    Ok(items.into_iter().map(|(p, _, t)| (p, t)).collect())
 }
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Billing")]
@@ -135,13 +125,13 @@ impl BillingApi {
     /// apply from the next call. On a server without a processor this is 404, and its operator sets plans with
     /// `levy accounts set-plan`.
     #[oai(path = "/checkout", method = "post", operation_id = "createCheckout")]
-    async fn checkout(&self, auth: KeyAuth, body: JsonBody<CheckoutRequest>) -> Result<CheckoutResponses, CheckoutErrors> {
+    async fn checkout(&self, auth: KeyAuth, body: Body<CheckoutRequest>) -> Result<CheckoutResponses, CheckoutErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
         if !s.billing.checkout_enabled() {
             return Err(ApiError::not_found(NO_CHECKOUT).into());
         }
-        let items = checkout_items(body.value()?, &s.plans, &s.billing.prices)?;
+        let items = checkout_items(body.parse(), &s.billing.prices)?;
         let session = s.billing.create_checkout(&owner.entity, &items).await.map_err(|e| match e {
             ProcessorError::Unavailable(detail) => {
                 tracing::warn!(error = %detail, "payment processor unavailable");
@@ -153,11 +143,15 @@ impl BillingApi {
             }
             ProcessorError::Refused(detail) => ApiError::internal(format!("the payment processor refused a checkout session: {detail}")),
         })?;
-        let items: Vec<Value> =
-            items.iter().map(|(p, t)| json!({"product": p.id(), "tier": t, "price_id": s.billing.prices.price(*p, t)})).collect();
-        Ok(CheckoutResponses::Ok(JsonText::value(&json!({
-            "success": true, "checkout_url": session.url, "session_id": session.id, "items": items,
-        }))))
+        let items = items
+            .into_iter()
+            .map(|(p, tier)| CheckoutItem {
+                product: p.id().to_string(),
+                price_id: s.billing.prices.price(p, &tier).unwrap_or_default().to_string(),
+                tier,
+            })
+            .collect();
+        Ok(CheckoutResponses::Ok(Json(CheckoutResponse { success: true, checkout_url: session.url, session_id: session.id, items })))
     }
 
     /// The payment processor's billing events

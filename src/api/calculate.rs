@@ -347,3 +347,7 @@ impl AppState {
         Ok(CalculateResponse::Ok(JsonText::new(text)))
     }
 }
+
+#[cfg(test)]
+#[path = "calculate_contract.rs"]
+mod contract_tests;

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod caching;
+pub mod conform;
 pub mod context;
 pub mod error;
 pub mod idempotency;
@@ -242,10 +243,10 @@ pub fn openapi_json(state: Arc<AppState>) -> String {
 
 /// The service's document, with two conventions the derives cannot state:
 /// - a property that a schema does not require may also be `null`: requests treat `null` as absent
-///   (`validate::Checker`), and responses send `null` for a value that does not apply (`revoked_at` of a live
-///   key, `buyer_zip` without a zip);
-/// - request objects with listed properties take no others (`additionalProperties: false`): every request
-///   parser reports unknown fields (`Checker::unknown_fields`). Free-form objects (`metadata`) list none.
+///   (`api::conform`, and the engine's `validate::Checker`), and responses send `null` for a value that does not
+///   apply (`revoked_at` of a live key, `buyer_zip` without a zip);
+/// - request objects with listed properties take no others (`additionalProperties: false`): `api::conform` and
+///   the engine's parser report unknown fields. Free-form objects (`metadata`) list none.
 fn document(service: &OpenApiService<Apis, ()>) -> String {
     let mut doc: serde_json::Value = serde_json::from_str(&service.spec()).expect("poem-openapi writes JSON");
     let mut requests = Vec::new();

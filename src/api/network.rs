@@ -8,29 +8,25 @@ use std::sync::Arc;
 
 use poem_openapi::param::Query;
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::auth::KeyAuth;
 use super::context::client_ip;
 use super::error::ApiError;
-use super::payload::{JsonBody, JsonText};
-use super::schema::network::{DirectoryAnswer, FeedPage, NetworkProfileRequest, NetworkProfileResponse};
+use super::payload::{Body, Json, JsonText};
+use super::schema::network::{DirectoryAnswer, FeedPage, NetworkProfileRequest, NetworkProfileResponse, OwnPrincipal, OwnProfile};
 use super::schema::param::{AgentIdParam, PageNumber, Param, ShortText, WorkTypeFilter, MAX_PAGE};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
-use crate::engine::request::agent_id_chars;
 use crate::error_responses;
-use crate::rules::schema::{state_index, WORK_TYPES};
+use crate::rules::schema::WORK_TYPES;
 use crate::store::entity::network_profile;
-use crate::store::network::{DirectoryQuery, Saved, PRIVATE, PUBLIC};
-use crate::validate::Checker;
+use crate::store::network::{DirectoryQuery, Saved, PUBLIC};
 
 pub struct NetworkApi(pub Arc<AppState>);
 
 /// Profiles per page of the directory and the feed (the spec's directory page).
 pub const PER_PAGE: u64 = 20;
-
-const PRINCIPAL_FIELDS: &[&str] = &["legal_name", "entity_type", "state_of_incorporation", "ein_last4", "contact_email", "is_business"];
 
 fn opt_state(s: &str) -> Value {
     if s.is_empty() {
@@ -63,90 +59,55 @@ pub fn public_view(p: &network_profile::Model) -> Value {
 }
 
 /// A profile as its owner sees it.
-fn own_view(p: &network_profile::Model) -> Value {
-    let principal = has_principal(p).then(|| {
-        json!({"legal_name": p.principal_legal_name, "entity_type": p.principal_entity_type,
-               "state_of_incorporation": p.principal_state, "ein_last4": p.principal_ein_last4,
-               "contact_email": p.principal_contact_email, "is_business": p.principal_is_business})
+fn own_view(p: network_profile::Model) -> OwnProfile {
+    let principal = has_principal(&p).then(|| OwnPrincipal {
+        legal_name: p.principal_legal_name.clone(),
+        entity_type: p.principal_entity_type.clone(),
+        state_of_incorporation: p.principal_state.clone(),
+        ein_last4: p.principal_ein_last4.clone(),
+        contact_email: p.principal_contact_email.clone(),
+        is_business: p.principal_is_business,
     });
-    json!({
-        "agent_id": p.agent_id, "entity_name": p.entity_name, "entity_state": opt_state(&p.entity_state),
-        "visibility": p.visibility, "work_type": p.work_type, "description": p.description, "principal": principal,
-        "joined_at": iso(p.created_at), "updated_at": iso(p.updated_at),
-    })
+    OwnProfile {
+        entity_state: (!p.entity_state.is_empty()).then(|| p.entity_state.clone()),
+        joined_at: iso(p.created_at),
+        updated_at: iso(p.updated_at),
+        agent_id: p.agent_id,
+        entity_name: p.entity_name,
+        visibility: p.visibility,
+        work_type: p.work_type,
+        description: p.description,
+        principal,
+    }
 }
 
-fn state_field(c: &mut Checker, obj: &Map<String, Value>, field: &str, required: bool) -> Option<String> {
-    let s = c.text(obj, field, required, 1, 2)?.to_ascii_uppercase();
-    if state_index(&s).is_none() {
-        c.err(field, format!("`{s}` is not a two-letter US state code or DC"));
-        return None;
-    }
-    Some(s)
+/// The answer of POST and GET /network.
+fn own_answer(p: network_profile::Model, created: bool) -> Json<NetworkProfileResponse> {
+    Json(NetworkProfileResponse { success: true, created, profile: own_view(p) })
 }
 
-/// The profile a body asks for, for the account `entity_id`, at `now_ms`; every field error at once.
-pub fn parse_profile(value: &Value, entity_id: &str, now_ms: i64) -> Result<network_profile::Model, ApiError> {
-    let mut c = Checker::default();
-    let fields = ["agent_id", "entity_name", "entity_state", "visibility", "description", "work_type", "principal"];
-    let Some(obj) = c.object(value, &fields) else { return Err(ApiError::fields(&c.errors)) };
-    let agent_id = c.text(obj, "agent_id", true, 1, 200);
-    if let Some(a) = &agent_id {
-        if !agent_id_chars(a) {
-            c.err("agent_id", "may contain only letters, digits and _ - . : @");
-        }
-    }
-    let entity_name = c.text(obj, "entity_name", true, 1, 200);
-    let entity_state = state_field(&mut c, obj, "entity_state", true);
-    let visibility = c.one_of(obj, "visibility", false, &[PUBLIC, PRIVATE]).unwrap_or_else(|| PUBLIC.into());
-    let description = c.text(obj, "description", false, 0, 2000).unwrap_or_default();
-    let work_type = c.one_of(obj, "work_type", false, &WORK_TYPES);
+/// The profile a checked body asks for, for the account `entity_id`, at `now_ms`.
+pub fn profile_row(req: NetworkProfileRequest, entity_id: &str, now_ms: i64) -> network_profile::Model {
+    let visibility = req.visibility.map_or(PUBLIC, |v| v.as_str()).to_string();
     let mut row = network_profile::Model::new(
-        String::new(),
+        req.agent_id.text().to_string(),
         entity_id.to_string(),
-        String::new(),
-        String::new(),
+        req.entity_name,
+        req.entity_state.text().to_ascii_uppercase(),
         visibility,
-        description,
-        work_type,
+        req.description.unwrap_or_default(),
+        req.work_type.map(|w| w.0),
         now_ms,
     );
-    match obj.get("principal") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(p)) => {
-            c.unknown_fields("principal.", p, PRINCIPAL_FIELDS);
-            let mut inner = Checker::default();
-            row.principal_legal_name = inner.text(p, "legal_name", false, 0, 200);
-            row.principal_entity_type = inner.text(p, "entity_type", false, 0, 20);
-            row.principal_state = state_field(&mut inner, p, "state_of_incorporation", false);
-            row.principal_ein_last4 = inner.text(p, "ein_last4", false, 0, 4);
-            if let Some(d) = &row.principal_ein_last4 {
-                if d.len() != 4 || !d.bytes().all(|b| b.is_ascii_digit()) {
-                    inner.err("ein_last4", "must be the last 4 digits of the EIN (never the whole number)");
-                }
-            }
-            row.principal_contact_email = inner.text(p, "contact_email", false, 0, 200);
-            if let Some(e) = &row.principal_contact_email {
-                if !super::accounts::valid_email(e) {
-                    inner.err("contact_email", format!("`{e}` is not an email address"));
-                }
-            }
-            row.principal_is_business = inner.boolean("is_business", p.get("is_business"));
-            for e in inner.errors {
-                c.err(&format!("principal.{}", e.field), e.message);
-            }
-        }
-        Some(_) => c.err("principal", "must be an object"),
+    if let Some(p) = req.principal {
+        row.principal_legal_name = p.legal_name;
+        row.principal_entity_type = p.entity_type;
+        row.principal_state = p.state_of_incorporation.map(|s| s.text().to_ascii_uppercase());
+        row.principal_ein_last4 = p.ein_last4.map(|e| e.text().to_string());
+        row.principal_contact_email = p.contact_email.map(|e| e.text().to_string());
+        row.principal_is_business = p.is_business;
     }
-    match (agent_id, entity_name, entity_state) {
-        (Some(a), Some(n), Some(s)) if c.errors.is_empty() => {
-            row.agent_id = a;
-            row.entity_name = n;
-            row.entity_state = s;
-            Ok(row)
-        }
-        _ => Err(ApiError::fields(&c.errors)),
-    }
+    row
 }
 
 /// A page query: 1 by default, an integer from 1 to [`MAX_PAGE`]; 0-based.
@@ -165,10 +126,10 @@ fn page_of(text: Option<&str>) -> Result<u64, ApiError> {
 pub enum SaveProfileResponses {
     /// The profile is created.
     #[oai(status = 201)]
-    Created(JsonText<NetworkProfileResponse>),
+    Created(Json<NetworkProfileResponse>),
     /// The account's profile of this agent id is updated.
     #[oai(status = 200)]
-    Ok(JsonText<NetworkProfileResponse>),
+    Ok(Json<NetworkProfileResponse>),
 }
 
 error_responses!(SaveProfileErrors {
@@ -183,7 +144,7 @@ error_responses!(SaveProfileErrors {
 pub enum GetProfileResponses {
     /// The profile.
     #[oai(status = 200)]
-    Ok(JsonText<NetworkProfileResponse>),
+    Ok(Json<NetworkProfileResponse>),
 }
 
 error_responses!(GetProfileErrors {
@@ -232,17 +193,13 @@ impl NetworkApi {
     /// counterparty (its principal's `is_business` decides `b2b_detection` when the caller does not declare
     /// is_b2b). The principal's contact email and EIN digits are shown to the owner only.
     #[oai(path = "/network", method = "post", operation_id = "saveNetworkProfile")]
-    async fn save(&self, auth: KeyAuth, body: JsonBody<NetworkProfileRequest>) -> Result<SaveProfileResponses, SaveProfileErrors> {
+    async fn save(&self, auth: KeyAuth, body: Body<NetworkProfileRequest>) -> Result<SaveProfileResponses, SaveProfileErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
-        let row = parse_profile(body.value()?, &owner.entity.id, s.clock.now_ms())?;
+        let row = profile_row(body.parse()?, &owner.entity.id, s.clock.now_ms());
         match s.store.save_profile(row).await.map_err(ApiError::from)? {
-            Saved::Created(p) => {
-                Ok(SaveProfileResponses::Created(JsonText::value(&json!({"success": true, "created": true, "profile": own_view(&p)}))))
-            }
-            Saved::Updated(p) => {
-                Ok(SaveProfileResponses::Ok(JsonText::value(&json!({"success": true, "created": false, "profile": own_view(&p)}))))
-            }
+            Saved::Created(p) => Ok(SaveProfileResponses::Created(own_answer(p, true))),
+            Saved::Updated(p) => Ok(SaveProfileResponses::Ok(own_answer(p, false))),
             Saved::HeldElsewhere => Err(ApiError::conflict("another account's network profile has this agent_id").into()),
         }
     }
@@ -263,7 +220,7 @@ impl NetworkApi {
             })
             .into());
         };
-        Ok(GetProfileResponses::Ok(JsonText::value(&json!({"success": true, "created": false, "profile": own_view(&p)}))))
+        Ok(GetProfileResponses::Ok(own_answer(p, false)))
     }
 
     /// The public directory of the network

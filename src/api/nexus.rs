@@ -4,12 +4,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::auth::KeyAuth;
 use super::error::ApiError;
-use super::payload::{JsonBody, JsonText};
-use super::schema::ledger::{NexusAlertsResponse, NexusRequest, NexusResponse};
+use super::payload::{Body, Json, JsonText};
+use super::schema::ledger::{NexusAlertsResponse, NexusEntryOut, NexusRequest, NexusResponse};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::error_responses;
@@ -17,7 +17,6 @@ use crate::rules::schema::state_index;
 use crate::store::entity::entity;
 use crate::store::nexus::NexusEntry;
 use crate::store::Store;
-use crate::validate::Checker;
 use sea_orm::ConnectionTrait;
 
 pub struct NexusApi(pub Arc<AppState>);
@@ -27,7 +26,7 @@ pub struct NexusApi(pub Arc<AppState>);
 pub enum NexusResponses {
     /// The account's stored nexus configuration after the change (or as it stands).
     #[oai(status = 200)]
-    Ok(JsonText<NexusResponse>),
+    Ok(Json<NexusResponse>),
 }
 
 error_responses!(NexusErrors {
@@ -50,66 +49,24 @@ error_responses!(AlertsErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-fn parse_nexus(value: &Value) -> Result<Vec<NexusEntry>, ApiError> {
-    let mut check = Checker::default();
-    let Some(obj) = check.object(value, &["nexus"]) else {
-        return Err(ApiError::fields(&check.errors));
-    };
-    let mut entries = Vec::new();
-    match obj.get("nexus") {
-        None | Some(Value::Null) => check.err("nexus", "is required"),
-        Some(Value::Object(map)) => {
-            for (k, v) in map {
-                let code = k.to_ascii_uppercase();
-                let field = format!("nexus.{k}");
-                if state_index(&code).is_none() {
-                    let hint = crate::rules::diag::did_you_mean(&code, crate::rules::schema::STATES.iter().copied())
-                        .map(|s| format!(" (did you mean `{s}`?)"))
-                        .unwrap_or_default();
-                    check.err(&field, format!("`{k}` is not a two-letter US state code or DC{hint}"));
-                    continue;
-                }
-                let Some(entry) = v.as_object() else {
-                    check.err(&field, "must be an object {\"hasNexus\": true|false, \"reason\": \"…\"}");
-                    continue;
-                };
-                let mut inner = Checker::default();
-                inner.unknown_fields("", entry, &["hasNexus", "reason"]);
-                let has = inner.boolean("hasNexus", entry.get("hasNexus"));
-                if has.is_none() && !inner.errors.iter().any(|e| e.field == "hasNexus") {
-                    inner.err("hasNexus", "is required");
-                }
-                let reason = inner.text(entry, "reason", false, 0, 500);
-                for e in &inner.errors {
-                    check.err(&format!("{field}.{}", e.field), e.message.clone());
-                }
-                if let (Some(has_nexus), true) = (has, inner.errors.is_empty()) {
-                    entries.push(NexusEntry { state: code, has_nexus, reason });
-                }
-            }
-        }
-        Some(_) => check.err("nexus", "must be an object mapping state codes to {hasNexus, reason}"),
-    }
-    if check.errors.is_empty() {
-        Ok(entries)
-    } else {
-        Err(ApiError::fields(&check.errors))
-    }
+/// The entries of a checked body, codes upper-cased.
+fn entries(req: NexusRequest) -> Vec<NexusEntry> {
+    req.nexus.0.into_iter().map(|(k, e)| NexusEntry { state: k.to_ascii_uppercase(), has_nexus: e.has_nexus, reason: e.reason }).collect()
 }
 
 impl AppState {
-    async fn nexus_view(&self, account_id: &str) -> Result<Value, ApiError> {
+    async fn nexus_view(&self, account_id: &str) -> Result<NexusResponse, ApiError> {
         let account = self.store.entity_by_id(account_id).await?.ok_or_else(|| ApiError::unauthorized("the account no longer exists"))?;
         let rows = self.store.nexus_states(account_id).await?;
-        let mut map = Map::new();
+        let mut nexus = BTreeMap::new();
         let mut with = Vec::new();
-        for r in &rows {
+        for r in rows {
             if r.has_nexus {
                 with.push(r.state.clone());
             }
-            map.insert(r.state.clone(), json!({"hasNexus": r.has_nexus, "reason": r.reason, "updated_at": iso(r.updated_at)}));
+            nexus.insert(r.state, NexusEntryOut { has_nexus: r.has_nexus, reason: r.reason, updated_at: iso(r.updated_at) });
         }
-        Ok(json!({"success": true, "nexus_configured": account.nexus_configured, "nexus": map, "states_with_nexus": with}))
+        Ok(NexusResponse { success: true, nexus_configured: account.nexus_configured, nexus, states_with_nexus: with })
     }
 
     async fn alerts_view(&self, account: &entity::Model) -> Result<Value, ApiError> {
@@ -132,12 +89,12 @@ impl NexusApi {
     /// Only the states in the map are written; the others keep their setting; an empty map changes nothing
     /// (an account that never configured nexus stays unconfigured). Send hasNexus false to remove a state. Codes may be lowercase.
     #[oai(path = "/nexus", method = "post", operation_id = "setNexus")]
-    async fn set(&self, auth: KeyAuth, body: JsonBody<NexusRequest>) -> Result<NexusResponses, NexusErrors> {
+    async fn set(&self, auth: KeyAuth, body: Body<NexusRequest>) -> Result<NexusResponses, NexusErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
-        let entries = parse_nexus(body.value()?)?;
+        let entries = entries(body.parse()?);
         s.store.merge_nexus(&owner.entity.id, &entries, s.clock.now_ms()).await.map_err(ApiError::from)?;
-        Ok(NexusResponses::Ok(JsonText::value(&s.nexus_view(&owner.entity.id).await?)))
+        Ok(NexusResponses::Ok(Json(s.nexus_view(&owner.entity.id).await?)))
     }
 
     /// The account's nexus configuration
@@ -145,7 +102,7 @@ impl NexusApi {
     async fn get(&self, auth: KeyAuth) -> Result<NexusResponses, NexusErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
-        Ok(NexusResponses::Ok(JsonText::value(&s.nexus_view(&owner.entity.id).await?)))
+        Ok(NexusResponses::Ok(Json(s.nexus_view(&owner.entity.id).await?)))
     }
 
     /// States where recorded sales reach 80% or more of the economic-nexus threshold

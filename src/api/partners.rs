@@ -12,12 +12,12 @@ use poem_openapi::{ApiResponse, OpenApi};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use super::accounts::{blocking, valid_email};
+use super::accounts::blocking;
 use super::auth::PartnerAuth;
 use super::context::set_header;
 use super::error::{ApiError, ErrorCode};
 use super::keys::new_key;
-use super::payload::{JsonBody, JsonText};
+use super::payload::{Body, Json, JsonText};
 use super::schema::param::{ClaimToken, IsoDate, Param, PerUserCap, ShortText};
 use super::schema::partners::{
     ClaimRequest, ClaimResponse, PartnerEventAck, PartnerEventBody, PartnerRevshare, PartnerUsage, ProvisionRequest, ProvisionResponse,
@@ -29,7 +29,6 @@ use crate::partners::{self as terms, Period};
 use crate::security::{hash_password, new_id, new_ordered_id, sha256_hex};
 use crate::store::entity::{agent, entity, partner, partner_user};
 use crate::store::partners::{Claimed, Deleted, NewPartnerUser, Nonce, Provisioned};
-use crate::validate::Checker;
 
 pub struct PartnersApi(pub Arc<AppState>);
 
@@ -139,21 +138,33 @@ struct UserFields {
     display_name: Option<String>,
 }
 
-fn parse_user(value: &Value, fields: &[&str]) -> Result<UserFields, ApiError> {
-    let mut c = Checker::default();
-    let Some(obj) = c.object(value, fields) else { return Err(ApiError::fields(&c.errors)) };
-    let external_id = c.identifier(obj, "external_id", true, 1, 256);
-    let email = c.text(obj, "email", false, 1, 320).map(|e| e.trim().to_ascii_lowercase());
-    if let Some(e) = &email {
-        if !valid_email(e) {
-            c.err("email", format!("`{e}` is not an email address"));
+impl From<ProvisionRequest> for UserFields {
+    fn from(r: ProvisionRequest) -> Self {
+        UserFields {
+            external_id: r.external_id.text().to_string(),
+            email: r.email.map(|e| e.text().trim().to_ascii_lowercase()),
+            display_name: r.display_name,
         }
     }
-    let display_name = c.text(obj, "display_name", false, 0, 200);
-    match external_id {
-        Some(external_id) if c.errors.is_empty() => Ok(UserFields { external_id, email, display_name }),
-        _ => Err(ApiError::fields(&c.errors)),
+}
+
+/// The user of a partner's event: `user.deleted` names the user by its `external_id` and takes no other field.
+fn event_user(body: PartnerEventBody, event: &str) -> Result<UserFields, ApiError> {
+    if event != "user.created" {
+        let extra: Vec<String> = [("email", body.email.is_some()), ("display_name", body.display_name.is_some())]
+            .iter()
+            .filter(|(_, sent)| *sent)
+            .map(|(f, _)| format!("{f}: unknown field ({event} takes external_id only)"))
+            .collect();
+        if !extra.is_empty() {
+            return Err(ApiError::invalid(extra));
+        }
     }
+    Ok(UserFields {
+        external_id: body.external_id.text().to_string(),
+        email: body.email.map(|e| e.text().trim().to_ascii_lowercase()),
+        display_name: body.display_name,
+    })
 }
 
 /// The claim link of a token: under LEVY_PUBLIC_URL, else under the request's Host over https.
@@ -168,16 +179,16 @@ fn claim_url(public_url: Option<&str>, req: &poem::Request, token: &str) -> Stri
     }
 }
 
-fn provision_view(u: &partner_user::Model, already: bool, secrets: Option<(&str, String)>) -> Value {
-    json!({
-        "agenttax_account_id": u.entity_id,
-        "partner_user_id": u.id,
-        "already_provisioned": already,
-        "api_key": secrets.as_ref().map(|s| s.0),
-        "claim_url": secrets.map(|s| s.1),
-        "claim_expires_at": iso(u.claim_expires_at),
-        "claimed": u.claimed_at.is_some(),
-    })
+fn provision_view(u: &partner_user::Model, already: bool, secrets: Option<(&str, String)>) -> ProvisionResponse {
+    ProvisionResponse {
+        agenttax_account_id: u.entity_id.clone(),
+        partner_user_id: u.id.clone(),
+        already_provisioned: already,
+        api_key: secrets.as_ref().map(|s| s.0.to_string()),
+        claim_url: secrets.map(|s| s.1),
+        claim_expires_at: iso(u.claim_expires_at),
+        claimed: u.claimed_at.is_some(),
+    }
 }
 
 fn period_of(from: Query<Option<Param<IsoDate>>>, to: Query<Option<Param<IsoDate>>>, now_ms: i64) -> Result<Period, ApiError> {
@@ -193,10 +204,10 @@ fn period_view(p: &Period) -> Value {
 pub enum ProvisionResponses {
     /// A new account: `api_key` and `claim_url` are shown this once.
     #[oai(status = 201)]
-    Created(JsonText<ProvisionResponse>),
+    Created(Json<ProvisionResponse>),
     /// The external id was provisioned before: the same account, no credentials (none are rotated).
     #[oai(status = 200)]
-    Ok(JsonText<ProvisionResponse>),
+    Ok(Json<ProvisionResponse>),
 }
 
 error_responses!(ProvisionErrors {
@@ -212,7 +223,7 @@ error_responses!(ProvisionErrors {
 pub enum ClaimResponses {
     /// The account is the user's: it logs in with the email and password sent.
     #[oai(status = 200)]
-    Ok(JsonText<ClaimResponse>),
+    Ok(Json<ClaimResponse>),
 }
 
 error_responses!(ClaimErrors {
@@ -260,7 +271,7 @@ error_responses!(RevshareErrors {
 pub enum WebhookResponses {
     /// The event is applied (or found applied before: `already_provisioned`, `already_deleted`).
     #[oai(status = 200)]
-    Ok(JsonText<PartnerEventAck>),
+    Ok(Json<PartnerEventAck>),
 }
 
 error_responses!(WebhookErrors {
@@ -284,17 +295,17 @@ impl PartnersApi {
         &self,
         auth: PartnerAuth,
         req: &poem::Request,
-        body: JsonBody<ProvisionRequest>,
+        body: Body<ProvisionRequest>,
     ) -> Result<ProvisionResponses, ProvisionErrors> {
         let s = &self.0;
         let p = s.partner(&auth).await?;
-        let user = parse_user(body.value()?, &["external_id", "email", "display_name"])?;
+        let user = UserFields::from(body.parse()?);
         match s.provision_user(&p, &user, None).await? {
             (Provisioned::New(u), Some((key, token))) => {
                 let url = claim_url(s.public_url.as_deref(), req, &token);
-                Ok(ProvisionResponses::Created(JsonText::value(&provision_view(&u, false, Some((&key, url))))))
+                Ok(ProvisionResponses::Created(Json(provision_view(&u, false, Some((&key, url))))))
             }
-            (Provisioned::Existing(u), _) => Ok(ProvisionResponses::Ok(JsonText::value(&provision_view(&u, true, None)))),
+            (Provisioned::Existing(u), _) => Ok(ProvisionResponses::Ok(Json(provision_view(&u, true, None)))),
             _ => Err(ApiError::internal("provisioning without a nonce answered neither new nor existing").into()),
         }
     }
@@ -309,27 +320,23 @@ impl PartnersApi {
         &self,
         /// The claim token of the link.
         token: Query<Param<ClaimToken>>,
-        body: JsonBody<ClaimRequest>,
+        body: Body<ClaimRequest>,
     ) -> Result<ClaimResponses, ClaimErrors> {
         let s = &self.0;
-        let mut c = Checker::default();
-        let value = body.value()?;
-        let Some(obj) = c.object(value, &["email", "password"]) else { return Err(ApiError::fields(&c.errors).into()) };
-        let email = c.text(obj, "email", true, 1, 320).map(|e| e.trim().to_ascii_lowercase());
-        if let Some(e) = &email {
-            if !valid_email(e) {
-                c.err("email", format!("`{e}` is not an email address"));
-            }
-        }
-        let password = c.text(obj, "password", true, 8, 1024);
         let token = token.0 .0;
-        if !terms::looks_like_claim_token(&token) {
-            c.err("token", "is not a claim link's token: clm_ followed by 64 lowercase hex characters");
-        }
-        let (Some(email), Some(password)) = (email, password) else { return Err(ApiError::fields(&c.errors).into()) };
-        if !c.errors.is_empty() {
-            return Err(ApiError::fields(&c.errors).into());
-        }
+        // The token's problem is told with the body's, all at once.
+        let token_problem = (!terms::looks_like_claim_token(&token))
+            .then(|| "token: is not a claim link's token: clm_ followed by 64 lowercase hex characters".to_string());
+        let ClaimRequest { email, password } = match (body.parse(), token_problem) {
+            (Ok(r), None) => r,
+            (Ok(_), Some(t)) => return Err(ApiError::invalid(vec![t]).into()),
+            (Err(mut e), Some(t)) if e.code == ErrorCode::InvalidInput => {
+                e.errors.push(t);
+                return Err(ApiError::invalid(e.errors).into());
+            }
+            (Err(e), _) => return Err(e.into()),
+        };
+        let email = email.text().trim().to_ascii_lowercase();
         let hash = sha256_hex(token.as_bytes());
         let now = s.clock.now_ms();
         // The link is checked before the password is hashed (argon2 is spent on valid links only), and again in the
@@ -341,9 +348,13 @@ impl PartnersApi {
         let password_hash = blocking(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
         let claimed = s.store.claim(&hash, &email, &password_hash, now).await.map_err(ApiError::from)?;
         match claimed {
-            Claimed::Now(u) => Ok(ClaimResponses::Ok(JsonText::value(&json!({
-                "success": true, "agenttax_account_id": u.entity_id, "partner_user_id": u.id, "claimed": true, "email": email,
-            })))),
+            Claimed::Now(u) => Ok(ClaimResponses::Ok(Json(ClaimResponse {
+                success: true,
+                agenttax_account_id: u.entity_id,
+                partner_user_id: u.id,
+                claimed: true,
+                email,
+            }))),
             Claimed::EmailTaken => Err(ApiError::conflict("an account with this email already exists; claim with another email").into()),
             Claimed::Used => Err(ApiError::conflict("this claim link was used: the account is claimed; log in instead").into()),
             Claimed::Expired(at) => Err(ApiError::field("token", format!("this claim link expired at {}", iso(at))).into()),
@@ -526,7 +537,7 @@ impl PartnersApi {
         #[oai(name = "X-Service-Event")]
         _event: Header<Option<String>>,
         req: &poem::Request,
-        body: JsonBody<PartnerEventBody>,
+        body: Body<PartnerEventBody>,
     ) -> Result<WebhookResponses, WebhookErrors> {
         let s = &self.0;
         let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty());
@@ -561,30 +572,43 @@ impl PartnersApi {
         }
         let n = Nonce { partner_id: &p.id, nonce, now_ms: now, forget_before_ms: now - 2 * terms::WEBHOOK_TOLERANCE_SECS * 1000 };
         let replayed = || signature_invalid("this X-Service-Nonce was used before: a replay changes nothing");
+        let user = event_user(body.parse()?, event)?;
+        let ack = PartnerEventAck { ok: true, event: event.to_string(), ..PartnerEventAck::default() };
         let ack = if event == "user.created" {
-            let user = parse_user(body.value()?, &["external_id", "email", "display_name"])?;
             let (done, _) = s.provision_user(&p, &user, Some(n)).await?;
             let (u, already) = match done {
                 Provisioned::New(u) => (u, false),
                 Provisioned::Existing(u) => (u, true),
                 Provisioned::Replayed => return Err(replayed().into()),
             };
-            json!({"ok": true, "event": event, "partner_user_id": u.id, "agenttax_account_id": u.entity_id, "already_provisioned": already})
+            PartnerEventAck {
+                partner_user_id: Some(u.id),
+                agenttax_account_id: Some(u.entity_id),
+                already_provisioned: Some(already),
+                ..ack
+            }
         } else {
-            let user = parse_user(body.value()?, &["external_id"])?;
             match s.store.delete_partner_user(&p.id, &user.external_id, n).await.map_err(ApiError::from)? {
-                Deleted::Now(u) => {
-                    json!({"ok": true, "event": event, "found": true, "already_deleted": false, "entity_id": u.entity_id, "partner_user_id": u.id})
-                }
-                Deleted::Before(u) => {
-                    json!({"ok": true, "event": event, "found": true, "already_deleted": true, "entity_id": u.entity_id, "partner_user_id": u.id})
-                }
-                Deleted::NotFound => json!({"ok": true, "event": event, "found": false, "already_deleted": false, "entity_id": null}),
+                Deleted::Now(u) => PartnerEventAck {
+                    found: Some(true),
+                    already_deleted: Some(false),
+                    entity_id: Some(u.entity_id),
+                    partner_user_id: Some(u.id),
+                    ..ack
+                },
+                Deleted::Before(u) => PartnerEventAck {
+                    found: Some(true),
+                    already_deleted: Some(true),
+                    entity_id: Some(u.entity_id),
+                    partner_user_id: Some(u.id),
+                    ..ack
+                },
+                Deleted::NotFound => PartnerEventAck { found: Some(false), already_deleted: Some(false), ..ack },
                 Deleted::Replayed => return Err(replayed().into()),
             }
         };
         tracing::info!(partner = %p.slug, event, "partner event");
-        Ok(WebhookResponses::Ok(JsonText::value(&ack)))
+        Ok(WebhookResponses::Ok(Json(ack)))
     }
 }
 

@@ -1,7 +1,12 @@
-//! Request and response payloads that keep the raw JSON while the OpenAPI document shows a typed schema.
+//! Request and response payloads.
 //!
-//! `JsonBody<T>` accepts any body and leaves parsing to the handler, so that validation can report every
-//! field at once in the spec's words (and so the demo limiter counts malformed requests too).
+//! `Body<T>` is a request body parsed into `T`, the type that documents it: read within bounds, checked against
+//! `T`'s own schema (`api::conform`, every problem at once), then parsed. The outcome waits in the extractor for
+//! the handler to take (`body.parse()?`) once it has checked credentials and limits, so a caller without a key
+//! hears 401 before any word about its body, and nothing is written before a body is known to be good.
+//! `Json<T>` sends a typed response rendered from `T`.
+//! `JsonBody<T>` accepts any body and leaves parsing to the handler: calculate, whose engine parser reads the
+//! raw JSON (and whose demo limiter counts malformed requests too), and the Stripe webhook, signed over the bytes.
 //! `JsonText<T>` sends a body already rendered (by the engine's renderer, or an idempotency replay, byte for byte).
 //!
 //! Bodies are read within the request's [`Bounds`]: one whose Content-Length exceeds the size limit is refused
@@ -17,7 +22,7 @@ use poem::http::header::CONTENT_LENGTH;
 use poem::{IntoResponse, Request, RequestBody, Response};
 use poem_openapi::payload::{ParsePayload, Payload};
 use poem_openapi::registry::{MetaMediaType, MetaRequest, MetaResponse, MetaResponses, MetaSchemaRef, Registry};
-use poem_openapi::types::Type;
+use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
 use poem_openapi::{ApiExtractor, ApiExtractorType, ApiResponse, ExtractParamOptions};
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -60,6 +65,12 @@ impl<T: Type> ParsePayload for JsonBody<T> {
     const IS_REQUIRED: bool = true;
 
     async fn from_request(request: &Request, body: &mut RequestBody) -> poem::Result<Self> {
+        Ok(JsonBody::read(request, body).await)
+    }
+}
+
+impl<T> JsonBody<T> {
+    async fn read(request: &Request, body: &mut RequestBody) -> Self {
         let (raw, parsed, held) = match read_bounded(request, body).await {
             Ok((raw, held)) if raw.iter().all(u8::is_ascii_whitespace) => (raw, Err("the body is empty".to_string()), held),
             Ok((raw, held)) => {
@@ -68,7 +79,7 @@ impl<T: Type> ParsePayload for JsonBody<T> {
             }
             Err(reason) => (Vec::new(), Err(reason), Held::default()),
         };
-        Ok(JsonBody { raw, parsed, _held: held, _schema: PhantomData })
+        JsonBody { raw, parsed, _held: held, _schema: PhantomData }
     }
 }
 
@@ -173,6 +184,103 @@ impl<'a, T: Type> ApiExtractor<'a> for JsonBody<T> {
 
     async fn from_request(request: &'a Request, body: &mut RequestBody, _opts: ExtractParamOptions<Self::ParamType>) -> poem::Result<Self> {
         <Self as ParsePayload>::from_request(request, body).await
+    }
+}
+
+/// A request body parsed into `T` (see the module's words), with its raw bytes.
+pub struct Body<T> {
+    pub raw: Vec<u8>,
+    parsed: Result<T, ApiError>,
+    _held: Held,
+}
+
+impl<T> Body<T> {
+    /// The typed body, or the INVALID_JSON_BODY / INVALID_INPUT error naming every problem.
+    pub fn parse(self) -> Result<T, ApiError> {
+        self.parsed
+    }
+}
+
+impl<T: Type + ParseFromJSON + 'static> Body<T> {
+    async fn read(request: &Request, body: &mut RequestBody, absent_is_empty: bool) -> Self {
+        let read = JsonBody::<T>::read(request, body).await;
+        let parsed = match (read.parsed, absent_is_empty && read.raw.iter().all(u8::is_ascii_whitespace)) {
+            (_, true) => super::conform::parse::<T>(Value::Object(Default::default())),
+            (Ok(value), false) => super::conform::parse::<T>(value),
+            (Err(e), false) => Err(ApiError::invalid_json(e)),
+        };
+        Body { raw: read.raw, parsed, _held: read._held }
+    }
+}
+
+impl<'a, T: Type + ParseFromJSON + 'static> ApiExtractor<'a> for Body<T> {
+    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
+    type ParamType = ();
+    type ParamRawType = ();
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+    }
+
+    fn request_meta() -> Option<MetaRequest> {
+        JsonBody::<T>::request_meta()
+    }
+
+    async fn from_request(request: &'a Request, body: &mut RequestBody, _opts: ExtractParamOptions<Self::ParamType>) -> poem::Result<Self> {
+        Ok(Body::read(request, body, false).await)
+    }
+}
+
+/// A typed body that may also be left out (documented `required: false`): an empty one is read as `{}`.
+pub struct OptionalBody<T>(pub Body<T>);
+
+impl<'a, T: Type + ParseFromJSON + 'static> ApiExtractor<'a> for OptionalBody<T> {
+    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
+    type ParamType = ();
+    type ParamRawType = ();
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+    }
+
+    fn request_meta() -> Option<MetaRequest> {
+        JsonBody::<T>::request_meta().map(|m| MetaRequest { required: false, ..m })
+    }
+
+    async fn from_request(request: &'a Request, body: &mut RequestBody, _opts: ExtractParamOptions<Self::ParamType>) -> poem::Result<Self> {
+        Ok(OptionalBody(Body::read(request, body, true).await))
+    }
+}
+
+/// A JSON response body rendered from `T`, the type that documents it.
+pub struct Json<T>(pub T);
+
+impl<T: Type + ToJSON + Send> Payload for Json<T> {
+    const CONTENT_TYPE: &'static str = "application/json";
+
+    fn schema_ref() -> MetaSchemaRef {
+        T::schema_ref()
+    }
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+    }
+}
+
+impl<T: ToJSON + Send> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        let body = self.0.to_json().map(|v| serde_json::to_string(&v).unwrap_or_else(|_| "null".into())).unwrap_or_else(|| "null".into());
+        Response::builder().content_type("application/json").body(body)
+    }
+}
+
+impl<T: Type + ToJSON + Send> ApiResponse for Json<T> {
+    fn meta() -> MetaResponses {
+        JsonText::<T>::meta()
+    }
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
     }
 }
 

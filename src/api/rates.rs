@@ -11,17 +11,16 @@ use poem_openapi::types::ToJSON;
 use poem_openapi::{ApiResponse, OpenApi};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::caching::not_modified;
 use super::context::client_ip;
 use super::error::ApiError;
-use super::payload::{JsonBody, JsonText};
+use super::payload::{Body, JsonText};
 use super::schema::param::{is_zip, listed_query, state_query, text, true_false_query, IsoDate, Param, StateParam, TrueFalse, ZipParam};
 use super::schema::rates::{
     CitationView, CompactRate, LocalLayerView, LocalRates, RateDiscrepancy, RateExplanation, RateTable, RatesBody, RatesFormat,
-    RuleCitation, SpecialTaxView, StateRate, VerifiedRate, VerifiedRateTable, VerifyRatesRequest, VerifyRatesResponse, AGENT_ID_MAX,
-    RATES_MAX, SOURCE_DATE_MAX, SOURCE_MAX,
+    RuleCitation, SpecialTaxView, StateRate, VerifiedRate, VerifiedRateTable, VerifyRatesRequest, VerifyRatesResponse,
 };
 use super::{ApiTags, AppState};
 use crate::engine::render::DISCLAIMER;
@@ -29,7 +28,6 @@ use crate::engine::table::{self, StateRates};
 use crate::error_responses;
 use crate::rules::registry::{in_force, Citation};
 use crate::rules::schema::{state_index, STATES};
-use crate::validate::Checker;
 
 pub struct PublicRatesApi(pub Arc<AppState>);
 
@@ -387,17 +385,18 @@ impl PublicRatesApi {
     /// 51. `source` and `source_date` are echoed. Keyless, limited per client address: 30 calls per minute and
     /// 300 per UTC day by default (429 RATE_LIMITED with Retry-After).
     #[oai(path = "/verify", method = "post", operation_id = "verifyRates")]
-    async fn verify(&self, body: JsonBody<VerifyRatesRequest>) -> Result<VerifyResponse, VerifyErrors> {
+    async fn verify(&self, body: Body<VerifyRatesRequest>) -> Result<VerifyResponse, VerifyErrors> {
         let s = &self.0;
         s.check_verify(&client_ip()).await?;
-        let parsed = parse_verify(body.value()?)?;
+        let mut parsed = body.parse()?;
+        let entries = sent_rates(&mut parsed);
         let day = s.clock.now().date_naive();
         covered(s, day)?;
         let reg = &s.registry;
         let (mut matches, mut discrepancies, mut unknown) = (vec![], vec![], vec![]);
         let mut rows: BTreeMap<usize, StateRates> = BTreeMap::new();
         let mut compared = 0u32;
-        for entry in &parsed.entries {
+        for entry in &entries {
             let Some(i) = state_index(&entry.code.to_ascii_uppercase()) else {
                 unknown.push(entry.code.clone());
                 continue;
@@ -461,69 +460,13 @@ struct SentRate {
     digital_taxable: Option<bool>,
 }
 
-struct VerifyInput {
-    agent_id: String,
-    source: Option<String>,
-    source_date: Option<String>,
-    entries: Vec<SentRate>,
-}
-
-/// Validates a VerifyRatesRequest, reporting every field error at once.
-fn parse_verify(value: &Value) -> Result<VerifyInput, ApiError> {
-    let mut check = Checker::default();
-    let Some(obj) = check.object(value, &["agent_id", "source", "source_date", "rates"]) else {
-        return Err(ApiError::fields(&check.errors));
-    };
-    let agent_id = check.text(obj, "agent_id", true, 1, AGENT_ID_MAX);
-    let source = check.text(obj, "source", false, 0, SOURCE_MAX);
-    let source_date = check.text(obj, "source_date", false, 0, SOURCE_DATE_MAX);
-    let mut entries = vec![];
-    match obj.get("rates") {
-        None | Some(Value::Null) => check.err("rates", "is required"),
-        Some(Value::Object(map)) if map.len() > RATES_MAX => {
-            check.err("rates", format!("has {} entries; at most {RATES_MAX} are compared in one call", map.len()))
-        }
-        Some(Value::Object(map)) => entries = rate_entries(&mut check, map),
-        Some(_) => check.err("rates", "must be an object of state code → {rate, digitalTaxable}"),
-    }
-    match (agent_id, check.errors.is_empty()) {
-        (Some(agent_id), true) => Ok(VerifyInput { agent_id, source, source_date, entries }),
-        _ => Err(ApiError::fields(&check.errors)),
-    }
-}
-
-fn rate_entries(check: &mut Checker, map: &Map<String, Value>) -> Vec<SentRate> {
-    let mut out = vec![];
-    for (code, v) in map {
-        let field = format!("rates.{code}");
-        let Some(entry) = v.as_object() else {
-            check.err(&field, "must be an object {\"rate\": 0.0625, \"digitalTaxable\": true}");
-            continue;
-        };
-        check.unknown_fields(&format!("{field}."), entry, &["rate", "digitalTaxable"]);
-        let rate_field = format!("{field}.rate");
-        let rate = match entry.get("rate") {
-            None | Some(Value::Null) => {
-                check.err(&rate_field, "is required");
-                None
-            }
-            Some(Value::Number(_)) => match check.decimal(&rate_field, entry.get("rate")) {
-                Some(r) if r >= Decimal::ZERO && r <= Decimal::ONE => Some(r),
-                Some(r) => {
-                    check.err(&rate_field, format!("{r} is not a rate from 0 to 1 (0.0625 is 6.25%)"));
-                    None
-                }
-                None => None,
-            },
-            Some(_) => {
-                check.err(&rate_field, "must be a number from 0 to 1");
-                None
-            }
-        };
-        let digital_taxable = check.boolean(&format!("{field}.digitalTaxable"), entry.get("digitalTaxable"));
-        if let (Some(rate), Some(sent)) = (rate, entry.get("rate")) {
-            out.push(SentRate { code: code.clone(), rate, rate_sent: sent.clone(), digital_taxable });
-        }
-    }
-    out
+/// The entries of a checked body.
+fn sent_rates(req: &mut VerifyRatesRequest) -> Vec<SentRate> {
+    std::mem::take(&mut req.rates)
+        .into_iter()
+        .filter_map(|(code, e)| {
+            let rate = e.rate.decimal()?;
+            Some(SentRate { code, rate, rate_sent: e.rate.0, digital_taxable: e.digital_taxable })
+        })
+        .collect()
 }

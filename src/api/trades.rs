@@ -23,10 +23,10 @@ use super::auth::KeyAuth;
 use super::error::ApiError;
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::ledger::parse_since;
-use super::payload::{JsonBody, JsonText};
+use super::payload::{Body, JsonText};
 use super::schema::gains::{CapitalGainsRates, Export1099Da, TradeBody, TradeList, TradeResult, TradeType};
 use super::schema::param::{
-    listed_query, state_query, text, true_false_query, DateOrDateTime, GainsFormat, IdempotencyKey, PageLimit, PageOffset, Param,
+    exact, listed_query, state_query, text, true_false_query, DateOrDateTime, GainsFormat, IdempotencyKey, PageLimit, PageOffset, Param,
     StateParam, SymbolParam, TaxYear, TrueFalse,
 };
 use super::{ApiTags, AppState, API_VERSION};
@@ -39,7 +39,7 @@ use crate::gains::estimate::{self, Gains, Profile};
 use crate::gains::form1099da::{self, Disposition};
 use crate::gains::lots::pro_rata;
 use crate::gains::request::is_symbol;
-use crate::gains::{match_sell, parse_trade, quantity_text, wash, Lot, Method, Term, TradeRequest};
+use crate::gains::{exact_quantity, match_sell, quantity_text, wash, EntityType, Lot, Method, Term, TradeRequest};
 use crate::rules::gains::StateGains;
 use crate::rules::registry::Dated;
 use crate::rules::schema::STATES;
@@ -287,6 +287,68 @@ struct WashPiece {
     quantity: Decimal,
 }
 
+/// A checked trade body as the gains tracker takes it, with what JSON Schema cannot say: the trade date (not in
+/// the future), a quantity kept exactly, and which fields go together (accounting_method on sells,
+/// specific_lot_id with specific_id).
+fn trade_request(b: TradeBody, now: DateTime<Utc>) -> Result<TradeRequest, ApiError> {
+    use crate::gains::request::{parse_instant, FUTURE_SKEW_SECS};
+    use crate::rules::schema::{state_index, FILING_STATUSES};
+    let mut errors = Vec::new();
+    let number = |v: &Value| exact(v).unwrap_or_default();
+    let is_sell = b.trade_type.0 == "sell";
+    let quantity = exact_quantity(number(&b.quantity.0)).unwrap_or_default();
+    let trade_date = match b.trade_date.as_deref() {
+        None => now,
+        Some(t) => match parse_instant(t) {
+            Some(d) if (d - now).num_seconds() > FUTURE_SKEW_SECS => {
+                errors.push(format!("trade_date: `{t}` is in the future; record a trade once it has happened"));
+                now
+            }
+            Some(d) => d,
+            None => {
+                errors.push(format!("trade_date: `{t}` is not an ISO 8601 date-time such as 2026-03-15T14:30:00Z"));
+                now
+            }
+        },
+    };
+    let method = b.accounting_method.as_ref().and_then(|m| Method::parse(&m.0));
+    if !is_sell && b.accounting_method.is_some() {
+        errors.push("accounting_method: applies to sells only; a buy always makes a new lot".to_string());
+    }
+    let lot_id = b.specific_lot_id;
+    match (method, &lot_id) {
+        (Some(Method::SpecificId), None) if is_sell => {
+            errors.push("specific_lot_id: is required when accounting_method is specific_id".into())
+        }
+        (m, Some(_)) if m != Some(Method::SpecificId) => {
+            errors.push("specific_lot_id: is used only with accounting_method specific_id on a sell".into())
+        }
+        _ => {}
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::invalid(errors));
+    }
+    Ok(TradeRequest {
+        asset_symbol: b.asset_symbol.to_ascii_uppercase(),
+        is_sell,
+        quantity,
+        price_per_unit: number(&b.price_per_unit.0),
+        fee_amount: b.fee_amount.map(|f| number(&f.0)).unwrap_or(Decimal::ZERO),
+        trade_date,
+        accounting_method: method.unwrap_or(Method::Fifo),
+        specific_lot_id: lot_id,
+        asset_name: b.asset_name,
+        counterparty: b.counterparty,
+        exchange: b.exchange,
+        notes: b.notes,
+        resident_state: b.resident_state.and_then(|s| state_index(&s.text().to_ascii_uppercase())),
+        tax_entity_type: b.tax_entity_type.and_then(|e| EntityType::parse(&e.0)),
+        filing_status: b.filing_status.and_then(|f| FILING_STATUSES.iter().position(|x| *x == f.0)),
+        estimated_annual_income: b.estimated_annual_income.map(|i| number(&i.0)),
+        asset_class: b.asset_class.map(|c| c.0),
+    })
+}
+
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Gains")]
 impl TradesApi {
     /// Record a buy or a sell
@@ -313,14 +375,18 @@ impl TradesApi {
         #[oai(name = "Idempotency-Key")]
         _idempotency_key: Header<Option<Param<IdempotencyKey>>>,
         req: &poem::Request,
-        body: JsonBody<TradeBody>,
+        mut body: Body<TradeBody>,
     ) -> Result<TradeResponse, TradeErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
         s.check_burst(&owner.key_id).await?;
-        let value = body.value()?;
+        let raw = std::mem::take(&mut body.raw);
+        let typed = body.parse();
         let idem = parse_key(super::idempotency::header_text(req).as_deref())?;
-        let req = parse_trade(value, s.clock.now()).map_err(|e| ApiError::fields(&e))?;
+        let req = trade_request(typed?, s.clock.now())?;
+        // The body as sent: what Idempotency-Key compares and what the trade row keeps.
+        let value: Value = serde_json::from_slice(&raw).map_err(ApiError::invalid_json)?;
+        let value = &value;
         let entity_id = owner.entity.id.clone();
         if let Some(k) = &idem {
             if let Begin::Replay { body, .. } = s.begin_idempotent(&entity_id, k, &body_hash("trades", value)).await? {

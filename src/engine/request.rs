@@ -107,7 +107,8 @@ impl Request {
 
 pub const MAX_AMOUNT: i64 = 100_000_000;
 
-const TOP_FIELDS: &[&str] = &[
+/// The members of a calculate request.
+pub const TOP_FIELDS: &[&str] = &[
     "role",
     "amount",
     "buyer_state",

@@ -16,7 +16,7 @@ use rust_decimal::Decimal;
 
 pub use holding::{holding, Term};
 pub use lots::{match_sell, Consumed, Lot, Shortfall};
-pub use request::{parse_trade, TradeRequest};
+pub use request::TradeRequest;
 
 /// Quantities keep exactly this many decimal places.
 pub const QUANTITY_DP: u32 = 8;

@@ -225,11 +225,12 @@ async fn checkout_bodies_are_checked(backend: Backend) {
     let app = billing_app(backend, &processor.url, PRICES).await;
     let a = app.signup("shapes@example.com").await;
     let cases: [(Value, &str); 8] = [
-        (json!({}), "body: expected {product, tier} for one product (tax or gains) or {tax_tier, gains_tier} for the bundle"),
+        // The shapes' words come from the document's two forms (`api::conform`).
+        (json!({}), "body: expected {product, tier} or {tax_tier, gains_tier}"),
         (json!({"product": "tax"}), "tier: is required"),
         (
             json!({"product": "tax", "tier": "growth", "gains_tier": "pro"}),
-            "body: send {product, tier} for one product or {tax_tier, gains_tier} for the bundle, not fields of both",
+            "body: send {product, tier} or {tax_tier, gains_tier}, not fields of several",
         ),
         (json!({"product": "fees", "tier": "growth"}), "product: `fees` is not one of: tax, gains"),
         (json!({"product": "tax", "tier": "free"}), "tier: the free plan needs no checkout: every account starts on it"),

@@ -57,4 +57,38 @@ async fn wallet_input_is_checked(app: TestApp) {
     assert_eq!(r.status, 401);
 }
 
-on_both!(a_wallet_belongs_to_one_account, wallet_input_is_checked);
+/// The typed body (`Body<T>`, `api::conform`): credentials are checked before the body is spoken of, every
+/// problem is named at once with a suggestion for a misspelt field, and a refused body writes nothing.
+async fn a_refused_body_writes_nothing(app: TestApp) {
+    let a = app.signup("wallet-d@example.com").await;
+    let r = app.post("/api/v1/wallets", Some(&a.key), &json!({"wallet_adress": WALLET, "label": 5, "chain": "bse"})).await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"), "{}", r.text);
+    let errors = r.errors();
+    assert_eq!(errors.len(), 4, "{errors:?}");
+    assert_eq!(errors[0], "wallet_adress: unknown field (did you mean `wallet_address`?)");
+    assert_eq!(errors[1], "wallet_address: is required");
+    assert_eq!(errors[2], "label: must be a string");
+    assert!(errors[3].starts_with("chain: `bse` is not one of: base"), "{errors:?}");
+    assert_eq!(app.get("/api/v1/wallets", Some(&a.key)).await.json["wallets"], json!([]), "nothing linked");
+    // No key and a bad body: 401, not a word about the body.
+    assert_eq!(app.post("/api/v1/wallets", None, &json!({"x": 1})).await.status, 401);
+    let r = app.request("POST", "/api/v1/wallets", Some(&a.key), &[], Some("{")).await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_JSON_BODY"));
+    let r = app.request("POST", "/api/v1/wallets", Some(&a.key), &[], Some("[]")).await;
+    assert_eq!(r.errors(), ["body: must be a JSON object"]);
+    // Nested paths: a nexus entry's fields are named under their state.
+    let r = app
+        .post("/api/v1/nexus", Some(&a.key), &json!({"nexus": {"tx": {"hasNexus": "yes", "reasn": "x"}, "zz": {"hasNexus": true}}}))
+        .await;
+    assert_eq!(
+        r.errors(),
+        [
+            "nexus.zz: `zz` is not a two-letter US state code or DC",
+            "nexus.tx.reasn: unknown field (did you mean `reason`?)",
+            "nexus.tx.hasNexus: must be true or false",
+        ]
+    );
+    assert_eq!(app.get("/api/v1/nexus", Some(&a.key)).await.json["nexus_configured"], json!(false), "nothing stored");
+}
+
+on_both!(a_wallet_belongs_to_one_account, wallet_input_is_checked, a_refused_body_writes_nothing);

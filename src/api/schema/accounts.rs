@@ -12,15 +12,30 @@ pub enum Visibility {
     Private,
 }
 
+impl Visibility {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Visibility::Public => "public",
+            Visibility::Private => "private",
+        }
+    }
+}
+
 /// Signup attribution; each value at most 200 characters, landing_page at most 500.
 #[derive(Object)]
 #[oai(deny_unknown_fields)]
 pub struct Utm {
+    #[oai(validator(max_length = 200))]
     pub utm_source: Option<String>,
+    #[oai(validator(max_length = 200))]
     pub utm_medium: Option<String>,
+    #[oai(validator(max_length = 200))]
     pub utm_campaign: Option<String>,
+    #[oai(validator(max_length = 200))]
     pub utm_content: Option<String>,
+    #[oai(validator(max_length = 200))]
     pub utm_term: Option<String>,
+    #[oai(validator(max_length = 500))]
     pub landing_page: Option<String>,
 }
 
@@ -29,8 +44,7 @@ pub struct Utm {
 #[oai(deny_unknown_fields)]
 pub struct SignupRequest {
     /// Unique per account; compared case-insensitively. One @, a local part, a dotted domain, no spaces.
-    #[oai(validator(max_length = 320, pattern = r"^[^@\s\u0085]+@[^@\s\u0085.][^@\s\u0085]*\.[^@\s\u0085]*[^@\s\u0085.]$"))]
-    pub email: String,
+    pub email: super::param::Email,
     /// At least 8 characters; stored only as an argon2 hash.
     #[oai(validator(min_length = 8, max_length = 1024))]
     pub password: String,
@@ -44,8 +58,7 @@ pub struct SignupRequest {
     /// Two-letter state code (any case) or empty.
     pub state: Option<super::param::StateOrEmpty>,
     /// Nine digits (dashes allowed); stored encrypted (AES-256-GCM), never returned.
-    #[oai(validator(pattern = r"^([0-9]{9}|[0-9]{2}-[0-9]{7})?$"))]
-    pub ein: Option<String>,
+    pub ein: Option<super::param::Ein>,
     #[oai(validator(max_length = 100))]
     pub est_volume: Option<String>,
     pub join_network: Option<bool>,

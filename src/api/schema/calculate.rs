@@ -107,8 +107,8 @@ pub struct CalculateRequest {
     #[oai(validator(minimum(value = "0.0000000000000000000000000001"), maximum(value = "100000000")))]
     pub amount: f64,
     pub buyer_state: StateCode,
-    /// Two-letter code or empty.
-    pub seller_state: Option<String>,
+    /// Two-letter code (upper case) or empty.
+    pub seller_state: Option<super::param::StateCodeOrEmpty>,
     /// Five digits or empty; adds the zip's local rate layers.
     #[oai(validator(pattern = r"^([0-9]{5})?$"))]
     pub buyer_zip: Option<String>,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use poem_openapi::{Enum, Object, Union};
 
-use super::calculate::{Obj, StateCode};
+use super::calculate::Obj;
 use crate::listed_enum;
 
 listed_enum!(TradeType = crate::gains::request::TRADE_TYPES);
@@ -42,19 +42,17 @@ pub struct TradeBody {
     pub asset_symbol: String,
     pub trade_type: TradeType,
     /// Greater than 0, at most 1000000000000, at most 8 decimal places (more is rejected, never rounded). A decimal string is accepted.
-    #[oai(validator(minimum(value = "0.00000001"), maximum(value = "1000000000000"), multiple_of = 0.00000001))]
-    pub quantity: f64,
+    pub quantity: super::param::Quantity,
     /// USD per unit, 0 to 1000000000.
-    #[oai(validator(minimum(value = "0"), maximum(value = "1000000000")))]
-    pub price_per_unit: f64,
+    pub price_per_unit: super::param::Price,
     /// USD, 0 to 1000000000, default 0. Added to a buy's basis; taken from a sell's proceeds.
-    #[oai(validator(minimum(value = "0"), maximum(value = "1000000000")))]
-    pub fee_amount: Option<f64>,
+    pub fee_amount: Option<super::param::Price>,
     /// ISO 8601 date-time (a bare date means 00:00 UTC); default now. Not in the future, and not before the asset's latest recorded sell.
     pub trade_date: Option<String>,
     /// Sells only; default fifo.
     pub accounting_method: Option<AccountingMethod>,
     /// Required when accounting_method is specific_id: the lot to consume.
+    #[oai(validator(min_length = 1, max_length = 100))]
     pub specific_lot_id: Option<String>,
     #[oai(validator(max_length = 200))]
     pub asset_name: Option<String>,
@@ -64,15 +62,14 @@ pub struct TradeBody {
     pub exchange: Option<String>,
     #[oai(validator(max_length = 1000))]
     pub notes: Option<String>,
-    /// For the state estimate.
-    pub resident_state: Option<StateCode>,
+    /// For the state estimate; either case.
+    pub resident_state: Option<super::param::StateParam>,
     /// For the federal estimate; default individual.
     pub tax_entity_type: Option<TaxEntityType>,
     /// Bracket selection; default single.
     pub filing_status: Option<FilingStatus>,
     /// Other income for the year before deductions (at least 0): enables the bracket-aware estimate and NIIT detection.
-    #[oai(validator(minimum(value = "0")))]
-    pub estimated_annual_income: Option<f64>,
+    pub estimated_annual_income: Option<super::param::Income>,
     /// Omitted: no wash-sale rule.
     pub asset_class: Option<AssetClass>,
 }

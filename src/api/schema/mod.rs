@@ -1,6 +1,8 @@
-//! The documented shapes of request and response bodies. They drive the OpenAPI document; the bodies
-//! themselves are validated by `crate::validate` / `crate::engine::request` (every field error at once)
-//! and rendered by `crate::engine::render`, and tests compare live responses with these schemas.
+//! The request and response types. They generate the OpenAPI document; request bodies are checked against
+//! these schemas and parsed into them (`api::conform`, every field error at once), and responses are rendered
+//! from them. Calculate and ingest bodies are read by the engine's own parser (`crate::engine::request`) and
+//! answered by its renderer (`crate::engine::render`); `api::calculate_contract` proves the parser agrees
+//! with `CalculateRequest`.
 
 pub mod accounts;
 pub mod billing;
@@ -17,8 +19,8 @@ pub mod wallets;
 
 /// Declares a documented enum whose values are a list the service itself validates against (the engine's in
 /// `crate::rules::schema`, the gains tracker's in `crate::gains`), so the document cannot drift from what the
-/// service accepts: one list, no hand copy. The type documents a body field (`#[derive(Object)]`); bodies are
-/// parsed by the validators, but it reads and writes its JSON string all the same. Its doc comment, which
+/// service accepts: one list, no hand copy. As a body field it is checked by `api::conform` against the list and
+/// read as its string. Its doc comment, which
 /// becomes the schema's description, is one line.
 #[macro_export]
 macro_rules! listed_enum {

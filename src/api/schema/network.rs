@@ -3,7 +3,7 @@
 use poem_openapi::{Object, Union};
 
 use super::accounts::Visibility;
-use super::calculate::{StateCode, WorkType};
+use super::calculate::WorkType;
 
 /// The business (or person) behind a profile. Only the last four digits of an EIN are ever taken.
 #[derive(Object)]
@@ -14,13 +14,13 @@ pub struct NetworkPrincipalRequest {
     /// llc, c_corp, sole_prop, …; up to 20 characters.
     #[oai(validator(max_length = 20))]
     pub entity_type: Option<String>,
-    pub state_of_incorporation: Option<StateCode>,
+    /// Two letters, either case.
+    pub state_of_incorporation: Option<super::param::StateParam>,
     /// The last four digits of the EIN (never the whole number).
-    #[oai(validator(pattern = r"^\d{4}$"))]
-    pub ein_last4: Option<String>,
+    pub ein_last4: Option<super::param::EinLast4>,
     /// Shown to the owner only, never publicly.
-    #[oai(validator(max_length = 200, pattern = r"^[^@\s\u0085]+@[^@\s\u0085.][^@\s\u0085]*\.[^@\s\u0085]*[^@\s\u0085.]$"))]
-    pub contact_email: Option<String>,
+    #[oai(validator(max_length = 200))]
+    pub contact_email: Option<super::param::Email>,
     /// Whether the principal is a business: calculate treats a call whose counterparty is this agent as
     /// business-to-business (`b2b_detection.method: network_verified`) unless the caller declares is_b2b.
     pub is_business: Option<bool>,
@@ -31,11 +31,11 @@ pub struct NetworkPrincipalRequest {
 #[oai(deny_unknown_fields)]
 pub struct NetworkProfileRequest {
     /// The agent's id on the network: what other callers name as `counterparty_id`. 1 to 200 of A–Z a–z 0–9 _ - . : @.
-    #[oai(validator(min_length = 1, max_length = 200, pattern = r"^[A-Za-z0-9_\-.:@]+$"))]
-    pub agent_id: String,
+    pub agent_id: super::param::AgentIdParam,
     #[oai(validator(min_length = 1, max_length = 200))]
     pub entity_name: String,
-    pub entity_state: StateCode,
+    /// Two letters, either case.
+    pub entity_state: super::param::StateParam,
     /// Default public. A private profile is seen by its owner only, and never verifies a counterparty.
     pub visibility: Option<Visibility>,
     #[oai(validator(max_length = 2000))]

@@ -84,11 +84,27 @@ impl<T: Type> ParseFromParameter for Param<T> {
     }
 }
 
-/// Declares a type that only documents a schema (an inline one: no entry under components).
+/// Declares a type whose schema is written out (an inline one: no entry under components). As a body field it
+/// holds the JSON sent, which `api::conform` has checked against that schema before the typed parse.
 macro_rules! documented {
     ($(#[doc = $doc:literal])* $name:ident => $schema:expr) => {
         $(#[doc = $doc])*
-        pub struct $name;
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct $name(pub serde_json::Value);
+
+        impl $name {
+            /// The value as text (a string schema's value; empty for any other).
+            pub fn text(&self) -> &str {
+                self.0.as_str().unwrap_or_default()
+            }
+        }
+
+        // For field validators (`max_length`) on top of the type's own schema.
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                self.text()
+            }
+        }
 
         impl Type for $name {
             const IS_REQUIRED: bool = true;
@@ -100,7 +116,8 @@ macro_rules! documented {
             }
 
             fn schema_ref() -> MetaSchemaRef {
-                MetaSchemaRef::Inline(Box::new($schema))
+                // The type's name travels with the schema (not into the document) for `api::conform`'s words.
+                MetaSchemaRef::Inline(Box::new(MetaSchema { rust_typename: Some(stringify!($name)), ..$schema }))
             }
 
             fn register(_: &mut Registry) {}
@@ -114,16 +131,15 @@ macro_rules! documented {
             }
         }
 
-        // Bodies are checked by the validators; as a body field the type only documents.
         impl poem_openapi::types::ParseFromJSON for $name {
-            fn parse_from_json(_: Option<serde_json::Value>) -> ParseResult<Self> {
-                Ok($name)
+            fn parse_from_json(value: Option<serde_json::Value>) -> ParseResult<Self> {
+                Ok($name(value.unwrap_or_default()))
             }
         }
 
         impl poem_openapi::types::ToJSON for $name {
             fn to_json(&self) -> Option<serde_json::Value> {
-                None
+                Some(self.0.clone())
             }
         }
     };
@@ -138,6 +154,11 @@ fn strings(values: impl IntoIterator<Item = String>) -> MetaSchema {
 documented!(
     /// A state code as a query parameter: upper or lower case.
     StateParam => strings(engine::STATES.iter().map(|s| s.to_string()).chain(engine::STATES.iter().map(|s| s.to_ascii_lowercase())))
+);
+
+documented!(
+    /// A state code (upper case, DC included) or empty.
+    StateCodeOrEmpty => strings(std::iter::once(String::new()).chain(engine::STATES.iter().map(|s| s.to_string())))
 );
 
 documented!(
@@ -212,7 +233,7 @@ impl<T: Type> Type for StateMap<T> {
         let codes = engine::STATES.iter().map(|s| s.to_string()).chain(engine::STATES.iter().map(|s| s.to_ascii_lowercase()));
         let properties = codes.map(|c| (&*Box::leak(c.into_boxed_str()), T::schema_ref())).collect();
         // No other property: `api::document` closes request objects (additionalProperties false).
-        MetaSchemaRef::Inline(Box::new(MetaSchema { properties, ..MetaSchema::new("object") }))
+        MetaSchemaRef::Inline(Box::new(MetaSchema { rust_typename: Some("StateMap"), properties, ..MetaSchema::new("object") }))
     }
 
     fn register(registry: &mut Registry) {
@@ -305,14 +326,25 @@ documented!(
     ShortText => MetaSchema { max_length: Some(200), ..MetaSchema::new("string") }
 );
 
+/// The pattern of an agent id (a network profile's, a counterparty's): letters, digits and _ - . : @.
+pub const AGENT_ID_PATTERN: &str = r"^[A-Za-z0-9_\-.:@]+$";
+
 documented!(
     /// A network agent id: 1 to 200 of A–Z a–z 0–9 _ - . : @.
     AgentIdParam => MetaSchema {
         min_length: Some(1),
         max_length: Some(200),
-        pattern: Some(r"^[A-Za-z0-9_\-.:@]+$".to_string()),
+        pattern: Some(AGENT_ID_PATTERN.to_string()),
         ..MetaSchema::new("string")
     }
+);
+
+/// The pattern of an EIN's last four digits.
+pub const EIN_LAST4_PATTERN: &str = r"^[0-9]{4}$";
+
+documented!(
+    /// The last four digits of an EIN (never the whole number).
+    EinLast4 => MetaSchema { max_length: Some(4), pattern: Some(EIN_LAST4_PATTERN.to_string()), ..MetaSchema::new("string") }
 );
 
 documented!(
@@ -331,4 +363,70 @@ pub const CLAIM_TOKEN_PATTERN: &str = "^clm_[0-9a-f]{64}$";
 documented!(
     /// A claim link's token: `clm_` and 64 lowercase hex characters.
     ClaimToken => MetaSchema { pattern: Some(CLAIM_TOKEN_PATTERN.to_string()), ..MetaSchema::new("string") }
+);
+
+/// The pattern of an email address: one @, a local part, a dotted domain, no spaces.
+pub const EMAIL_PATTERN: &str = r"^[^@\s\u0085]+@[^@\s\u0085.][^@\s\u0085]*\.[^@\s\u0085]*[^@\s\u0085.]$";
+
+documented!(
+    /// An email address: one @, a local part, a dotted domain, no spaces; at most 320 characters.
+    Email => MetaSchema { max_length: Some(320), pattern: Some(EMAIL_PATTERN.to_string()), ..MetaSchema::new("string") }
+);
+
+/// The pattern of an EIN: nine digits, or two, a dash and seven; or empty.
+pub const EIN_PATTERN: &str = r"^([0-9]{9}|[0-9]{2}-[0-9]{7})?$";
+
+documented!(
+    /// An EIN: nine digits (dashes allowed as 12-3456789), or empty.
+    Ein => MetaSchema { pattern: Some(EIN_PATTERN.to_string()), ..MetaSchema::new("string") }
+);
+
+/// The pattern of a caller's identifier: no control characters (U+0000 to U+001F, U+007F to U+009F).
+pub const NO_CONTROL_PATTERN: &str = r"^[^\u0000-\u001F\u007F-\u009F]*$";
+
+documented!(
+    /// A partner's id for its user: 1 to 256 characters, no control characters (U+0000–U+001F, U+007F–U+009F).
+    ExternalId => MetaSchema {
+        min_length: Some(1),
+        max_length: Some(256),
+        pattern: Some(NO_CONTROL_PATTERN.to_string()),
+        ..MetaSchema::new("string")
+    }
+);
+
+documented!(
+    /// A rate as a decimal from 0 to 1 (0.0625 is 6.25%), read exactly as sent.
+    Rate => MetaSchema { minimum: Some(0.0), maximum: Some(1.0), ..MetaSchema::new("number") }
+);
+
+impl Rate {
+    /// The rate, exactly as sent (`None` only for a value the check refuses).
+    pub fn decimal(&self) -> Option<rust_decimal::Decimal> {
+        crate::validate::Checker::default().decimal("rate", Some(&self.0))
+    }
+}
+
+/// The exact decimal of a JSON number (or decimal string), as `api::conform` checked it; `None` for anything else.
+pub fn exact(v: &serde_json::Value) -> Option<rust_decimal::Decimal> {
+    crate::validate::Checker::default().decimal("value", Some(v))
+}
+
+documented!(
+    /// A quantity: greater than 0, at most 1000000000000, at most 8 decimal places (more is refused, never rounded). A decimal string is accepted.
+    Quantity => MetaSchema {
+        minimum: Some(0.00000001),
+        maximum: Some(1e12),
+        multiple_of: Some(0.00000001),
+        ..MetaSchema::new("number")
+    }
+);
+
+documented!(
+    /// USD, 0 to 1000000000. A decimal string is accepted.
+    Price => MetaSchema { minimum: Some(0.0), maximum: Some(1e9), ..MetaSchema::new("number") }
+);
+
+documented!(
+    /// USD, 0 to 1000000000000000. A decimal string is accepted.
+    Income => MetaSchema { minimum: Some(0.0), maximum: Some(1e15), ..MetaSchema::new("number") }
 );

@@ -8,12 +8,10 @@ use poem_openapi::Object;
 pub struct ProvisionRequest {
     /// The partner's id for its user, 1 to 256 characters, no control characters (U+0000–U+001F, U+007F–U+009F): the idempotency key. A repeat
     /// finds the account provisioned before.
-    #[oai(validator(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"))]
-    pub external_id: String,
+    pub external_id: super::param::ExternalId,
     /// The user's email as the partner knows it (kept with the partner user; the account's own email is the one
     /// set when the user claims it).
-    #[oai(validator(max_length = 320, pattern = r"^[^@\s\u0085]+@[^@\s\u0085.][^@\s\u0085]*\.[^@\s\u0085]*[^@\s\u0085.]$"))]
-    pub email: Option<String>,
+    pub email: Option<super::param::Email>,
     #[oai(validator(max_length = 200))]
     pub display_name: Option<String>,
 }
@@ -43,8 +41,7 @@ pub struct ProvisionResponse {
 #[oai(deny_unknown_fields)]
 pub struct ClaimRequest {
     /// The email the user logs in with from now on.
-    #[oai(validator(max_length = 320, pattern = r"^[^@\s\u0085]+@[^@\s\u0085.][^@\s\u0085]*\.[^@\s\u0085]*[^@\s\u0085.]$"))]
-    pub email: String,
+    pub email: super::param::Email,
     /// At least 8 characters.
     #[oai(validator(min_length = 8, max_length = 1024))]
     pub password: String,
@@ -176,16 +173,14 @@ pub struct PartnerRevshare {
 #[oai(deny_unknown_fields)]
 pub struct PartnerEventBody {
     /// The partner's id for its user, 1 to 256 characters, no control characters (U+0000–U+001F, U+007F–U+009F).
-    #[oai(validator(min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"))]
-    pub external_id: String,
-    #[oai(validator(max_length = 320, pattern = r"^[^@\s\u0085]+@[^@\s\u0085.][^@\s\u0085]*\.[^@\s\u0085]*[^@\s\u0085.]$"))]
-    pub email: Option<String>,
+    pub external_id: super::param::ExternalId,
+    pub email: Option<super::param::Email>,
     #[oai(validator(max_length = 200))]
     pub display_name: Option<String>,
 }
 
 /// What a partner's event did.
-#[derive(Object)]
+#[derive(Object, Default)]
 pub struct PartnerEventAck {
     /// Always true.
     pub ok: bool,

@@ -198,8 +198,7 @@ pub struct LocalRates {
 #[derive(Object)]
 pub struct VerifyRateEntry {
     /// The state rate as a decimal (0.0625 is 6.25%).
-    #[oai(validator(minimum(value = "0"), maximum(value = "1")))]
-    pub rate: f64,
+    pub rate: super::param::Rate,
     /// Whether SaaS or digital goods are taxable (compared with the table's digital_taxable); not compared
     /// when absent.
     #[oai(rename = "digitalTaxable")]
