@@ -305,7 +305,8 @@ impl PublicRatesApi {
         }
         covered(s, day)?;
         let reg = &s.registry;
-        let state = match reg.zips.get(&zip) {
+        let area = reg.zips.get(&zip);
+        let state = match area {
             Some(area) => area.state,
             None => match crate::postal::state_of_zip(&zip).map_err(ApiError::internal)? {
                 Some(i) => i,
@@ -321,7 +322,7 @@ impl PublicRatesApi {
         let det = table::probe(reg, state, table::SAAS, Some(&zip), day).map_err(|e| ApiError::engine(e, ""))?;
         let j = reg.jurisdiction(state).ok_or_else(|| ApiError::internal("jurisdiction missing from the registry"))?;
         let local_taxes = in_force(&j.local_taxes, day).is_some_and(|d| d.value);
-        let in_tables = reg.zips.get(&zip).is_some_and(|a| a.covers(day));
+        let in_tables = area.is_some_and(|a| a.covers(day));
         let note = match (in_tables, local_taxes) {
             (false, true) => Some(format!(
                 "local rates are not covered for zip code {zip} on {day}: {} has local sales taxes, and the combined rate here is the state rate only",
@@ -330,7 +331,7 @@ impl PublicRatesApi {
             (false, false) => Some(format!("{} has no local sales taxes: the state rate is the whole rate", j.name)),
             _ => None,
         };
-        let split = reg.zips.get(&zip).filter(|_| local_taxes).and_then(|a| a.split.clone());
+        let split = area.filter(|_| local_taxes).and_then(|a| a.split.clone());
         let special_taxes = reg
             .special_taxes
             .iter()

@@ -281,8 +281,8 @@ pub struct Script<'a> {
     sql: String,
     /// SQLite: the parameters of every statement, in order.
     args: Vec<Arg<'a>>,
-    /// Where each statement's text is in `sql` (without its `;`), and (SQLite) its parameters in `args`.
-    spans: Vec<(Range<usize>, Range<usize>)>,
+    /// Where each statement's text is in `sql` (without its `;`).
+    spans: Vec<Range<usize>>,
     begins: bool,
     commits: bool,
     /// PostgreSQL: the script runs prepared statements.
@@ -314,19 +314,16 @@ impl<'a> Script<'a> {
     /// that (`Sql::prepared`).
     pub fn add(&mut self, stmt: Sql<'a>) -> usize {
         debug_assert_eq!(stmt.backend, self.backend);
-        let first_arg = self.args.len();
         if self.backend != DbBackend::Postgres {
             self.args.extend(stmt.args);
         }
-        let at = match &stmt.execute {
+        match &stmt.execute {
             Some(execute) => {
                 self.executes = true;
                 self.push_sql(execute)
             }
             None => self.push_sql(&stmt.text),
-        };
-        self.spans[at].1 = first_arg..self.args.len();
-        at
+        }
     }
 
     /// Appends statements; returns their positions.
@@ -342,7 +339,7 @@ impl<'a> Script<'a> {
     pub fn push_sql(&mut self, sql: &str) -> usize {
         let start = self.sql.len();
         self.sql.push_str(sql);
-        self.spans.push((start..self.sql.len(), self.args.len()..self.args.len()));
+        self.spans.push(start..self.sql.len());
         self.sql.push_str(";\n");
         self.spans.len() - 1
     }
@@ -365,21 +362,25 @@ impl<'a> Script<'a> {
 
 /// Runs a script as one simple query: the rows of each statement, and an empty set after the last.
 async fn postgres_script(c: &mut sea_orm::sqlx::PgConnection, sql: &str) -> Result<Vec<Vec<QueryResult>>, sea_orm::sqlx::Error> {
-    result_sets(c.fetch_many(sea_orm::sqlx::raw_sql(sql))).await
+    let mut out = vec![Vec::new()];
+    result_sets(c.fetch_many(sea_orm::sqlx::raw_sql(sql)), &mut out).await?;
+    Ok(out)
 }
 
-/// What a script's query streams back, split by statement: the rows of each, and an empty set after the last.
+/// What a script's query streams back, split by statement into `out` (which starts with one empty set): the rows
+/// of each, and an empty set opened at each statement's end. On error `out` keeps what came before it: one set
+/// past the first for each statement that ended.
 async fn result_sets<Q, R: Into<QueryResult>>(
     mut stream: futures::stream::BoxStream<'_, Result<Either<Q, R>, sea_orm::sqlx::Error>>,
-) -> Result<Vec<Vec<QueryResult>>, sea_orm::sqlx::Error> {
-    let mut out: Vec<Vec<QueryResult>> = vec![Vec::new()];
+    out: &mut Vec<Vec<QueryResult>>,
+) -> Result<(), sea_orm::sqlx::Error> {
     while let Some(item) = stream.try_next().await? {
         match item {
             Either::Left(_) => out.push(Vec::new()),
             Either::Right(row) => out.last_mut().expect("one open statement").push(row.into()),
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The rows each statement of a script returned, by position.
@@ -458,21 +459,11 @@ impl ScriptConn {
                     };
                     added.map_err(|e| StoreError::Other(format!("binding a value: {e}")))?;
                 }
-                let mut sets: Vec<Vec<QueryResult>> = vec![Vec::new()];
-                let outcome = {
-                    let mut stream = (&mut **c).fetch_many(sea_orm::sqlx::query_with(&script.sql, bound));
-                    loop {
-                        match stream.try_next().await {
-                            Ok(Some(Either::Left(_))) => sets.push(Vec::new()),
-                            Ok(Some(Either::Right(row))) => sets.last_mut().expect("one open statement").push(row.into()),
-                            Ok(None) => break Ok(()),
-                            Err(e) => break Err(e),
-                        }
-                    }
-                };
+                let mut sets = vec![Vec::new()];
+                let outcome = result_sets((&mut **c).fetch_many(sea_orm::sqlx::query_with(&script.sql, bound)), &mut sets).await;
                 // (A transaction is open once its BEGIN has run, until its COMMIT or ROLLBACK has: the statements
                 // that ended are those before the last, still open, set.)
-                for (text, _) in &script.spans[..sets.len() - 1] {
+                for text in &script.spans[..sets.len() - 1] {
                     match &script.sql[text.clone()] {
                         "BEGIN IMMEDIATE" => self.open = true,
                         "COMMIT" | "ROLLBACK" => self.open = false,
