@@ -11,6 +11,7 @@ pub mod gains;
 pub mod guides;
 pub mod ledger;
 pub mod network;
+pub mod number;
 pub mod param;
 pub mod partners;
 pub mod pricing;
