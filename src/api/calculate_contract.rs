@@ -1,9 +1,17 @@
-//! The calculate request's two readers agree: the schema the document shows (`CalculateRequest`, checked by
-//! `api::conform`) and the engine's own parser (`engine::parse_request`, kept on the hot path for speed). Same
-//! fields, and for every probe of every field (each enum value and one beside the list, lengths at and past
-//! the limit, bounds, types, null) both accept or both refuse.
+//! Calculate's hand-written hot paths agree with the types that document them.
+//!
+//! The request's two readers: the schema the document shows (`CalculateRequest`, checked by `api::conform`)
+//! and the engine's own parser (`engine::parse_request`, kept on the hot path for speed). Same fields, and for
+//! every probe of every field (each enum value and one beside the list, lengths at and past the limit, bounds,
+//! types, null) both accept or both refuse.
+//!
+//! The answer's two writers: the engine's renderer (`engine::render`, text written member by member) and the
+//! documented types (`FullCalculation`, `DemoCalculation`, `NexusAlert`). Every sample answer, parsed into its
+//! type and written again by it, is the same text byte for byte: the same members in the same order, null where
+//! null and absent where absent, numbers with the same digits. `benches/engine.rs` (render) measures the two.
 
 use poem_openapi::registry::{MetaSchema, MetaSchemaRef};
+use poem_openapi::types::{ParseFromJSON, ToJSON};
 use serde_json::{json, Value};
 
 use crate::api::conform::contract;
@@ -158,4 +166,95 @@ fn every_sample_body_is_read_alike() {
     for c in &cases {
         agree(&c.request, &c.name);
     }
+}
+
+/// The answer `text` parsed into its documented type and written again by it (poem-openapi's `ToJSON`, as a
+/// `Json<T>` response writes it).
+fn rewritten<T: ParseFromJSON + ToJSON>(text: &str) -> Result<String, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let typed = T::parse_from_json(Some(value)).map_err(|e| e.into_message())?;
+    Ok(typed.to_json().unwrap_or_default().to_string())
+}
+
+/// Whether the type writes `text` back as it is; else where they part.
+fn written_alike<T: ParseFromJSON + ToJSON>(text: &str, what: &str) -> Result<(), String> {
+    let again = rewritten::<T>(text).map_err(|e| format!("{what}: does not parse as {}: {e}", T::name()))?;
+    if again == text {
+        return Ok(());
+    }
+    let at = text.bytes().zip(again.bytes()).take_while(|(a, b)| a == b).count();
+    let from = at.saturating_sub(80);
+    let near = |s: &str| s.get(from..(at + 80).min(s.len())).unwrap_or_default().to_string();
+    Err(format!("{what}: {} writes it otherwise from byte {at}:\n renderer: …{}…\n typed:    …{}…", T::name(), near(text), near(&again)))
+}
+
+/// Every state's alert at two levels of sales, with and without nexus, as the engine writes them.
+fn sample_alerts(reg: &crate::rules::Registry) -> String {
+    use crate::engine::nexus::{alerts, render, MonthRevenue};
+    let today = chrono::NaiveDate::from_ymd_opt(2026, 6, 15).unwrap_or_default();
+    let mut out = Vec::new();
+    for (sales, transactions) in [("5000000", 1000), ("90000.5", 180)] {
+        let revenue: Vec<MonthRevenue> = (0..crate::rules::schema::STATES.len())
+            .map(|state| MonthRevenue { state, month: 202605, sales: sales.parse().unwrap_or_default(), transactions })
+            .collect();
+        let nexus = (0..crate::rules::schema::STATES.len()).map(|s| (s, s % 2 == 0)).collect();
+        out.extend(alerts(reg, &revenue, &nexus, today).iter().map(render));
+    }
+    assert!(out.len() > 60, "{} alerts", out.len());
+    Value::Array(out).to_string()
+}
+
+#[test]
+fn every_sample_answer_is_written_as_its_type_writes_it() {
+    use crate::api::schema::calculate::{DemoCalculation, FullCalculation, NexusAlert};
+    use crate::engine::render::{demo, joined, settled, FullText};
+    use crate::engine::{determine, parse_request, Input};
+
+    let rules = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/rules"));
+    let (reg, _) = crate::rules::load::load_or_report(rules).expect("the rules load");
+    let mut sources = crate::rules::diag::SourceMap::default();
+    let (cases, _) = crate::rules::cases::load_cases(rules, &mut sources);
+    let examples: Value = serde_json::from_str(include_str!("agents_examples.json")).unwrap_or_default();
+    let guide = examples
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(op, _)| op.contains("alculat"))
+        .filter_map(|(op, e)| Some((op.clone(), e.get("body")?.clone(), None, None, chrono::NaiveDate::from_ymd_opt(2026, 6, 1)?)));
+    let samples = cases.iter().map(|c| (c.name.clone(), c.request.clone(), c.nexus.clone(), c.vendor_ytd, c.as_of)).chain(guide);
+
+    let alerts = sample_alerts(&reg);
+    let mut problems = Vec::new();
+    problems.extend(written_alike::<Vec<NexusAlert>>(&alerts, "nexus alerts").err());
+    let upgrade = [("message", "Paid per call."), ("signup", "/api/v1/auth/signup"), ("free_tier", "100 calls a month")];
+    let mut answered = 0;
+    for (i, (name, body, nexus, vendor_ytd, as_of)) in samples.enumerate() {
+        let Ok(req) = parse_request(&body) else { continue };
+        let nexus: Option<std::collections::BTreeMap<usize, bool>> = nexus.map(|n| n.iter().map(|s| (*s, true)).collect());
+        let nexus = req.nexus_override.clone().or(nexus);
+        let Ok(det) = determine(&reg, &Input { request: &req, nexus: nexus.as_ref(), vendor_ytd, as_of }) else { continue };
+        answered += 1;
+        // As calculate and ingest answer: the API's members, an upgrade on a call paid per call (every other
+        // sample here), nexus alerts on a keyed one (every third).
+        let extra = [
+            ("transaction_id", "tx_0001"),
+            ("timestamp", "2026-06-01T12:00:00.000Z"),
+            ("entity_id", "ent_1"),
+            ("mode", "live"),
+            ("api_version", "v2"),
+        ];
+        let fixed = FullText::new(&det).into_fixed_with(&extra, (i % 2 == 1).then_some(&upgrade[..]));
+        let text = joined([&fixed[0], &fixed[1], &fixed[2]], &settled(&det, det.tracking_1099.as_ref(), &det.advisories));
+        let text = crate::ledger::with_alerts(&text, (i % 3 == 0).then_some(alerts.as_str()));
+        problems.extend(written_alike::<FullCalculation>(&text, &name).err());
+        let text = demo(&det, &[("transaction_id", "demo_0001"), ("timestamp", "2026-06-01T12:00:00.000Z")], Some(&upgrade));
+        problems.extend(written_alike::<DemoCalculation>(&text, &format!("{name} (demo)")).err());
+    }
+    assert!(answered > 600, "{answered} samples answered");
+    assert!(
+        problems.is_empty(),
+        "{} of {answered} answers differ; the first:\n{}",
+        problems.len(),
+        problems.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
+    );
 }

@@ -5,9 +5,9 @@
 //! Statuses the spec leaves open: INVALID_JSON_BODY and IDEMPOTENCY_KEY_INVALID are 400,
 //! WEBHOOK_SIGNATURE_INVALID is 401.
 
+use super::schema::number::Exact;
 use poem::http::StatusCode;
 use poem_openapi::{Enum, Object};
-use serde_json::Value;
 
 use crate::engine::{EngineError, FieldError};
 use crate::store::StoreError;
@@ -65,14 +65,13 @@ pub struct ErrorEnvelope {
     /// One string per offending field, `field: problem`.
     #[oai(skip_serializing_if_is_none)]
     pub errors: Option<Vec<String>>,
-    /// On the demo daily cap: how to continue (sign up for a key, or pay per call).
+    /// On a 402: how to get a key instead.
     #[oai(skip_serializing_if_is_none)]
-    pub signup: Option<Value>,
-    /// On a 402: the pay-per-call options. x402: id, price_usd_per_call, currency, header, network, payee, note;
-    /// and `mpp`: method (stripe), intent (charge), amount (cents), currency (usd), header (Authorization), note
-    /// (only `note` while MPP is off). The challenges themselves are `accepts`, PAYMENT-REQUIRED and WWW-Authenticate.
+    pub signup: Option<SignupBlock>,
+    /// On a 402: the ways to pay for the call without an account. The challenges themselves are `accepts`,
+    /// PAYMENT-REQUIRED and WWW-Authenticate.
     #[oai(skip_serializing_if_is_none)]
-    pub pay_per_call: Option<Value>,
+    pub pay_per_call: Option<PayPerCallOffer>,
     /// On the errors an agent can act on (401, 402, 429): the integration guide, /api/v1/agents, which says
     /// how to authenticate, pay and retry.
     #[oai(skip_serializing_if_is_none)]
@@ -90,6 +89,61 @@ pub struct ErrorEnvelope {
     pub problem_type: Option<String>,
 }
 
+/// How a keyless caller gets an API key.
+#[derive(Object, Clone, Debug)]
+pub struct SignupBlock {
+    /// POST.
+    pub method: String,
+    pub url: String,
+    /// The free plan's allowance.
+    pub free_tier: String,
+    pub required_fields: Vec<String>,
+}
+
+/// Paying for the call without an account: x402 (USDC), and MPP.
+#[derive(Object, Clone, Debug)]
+pub struct PayPerCallOffer {
+    /// x402.
+    pub id: String,
+    /// The price of one call (USD, paid in USDC).
+    pub price_usd_per_call: Exact,
+    /// USDC.
+    pub currency: String,
+    /// The request header that carries the x402 payment (X-PAYMENT; PAYMENT-SIGNATURE in x402 v2).
+    pub header: String,
+    /// The chain payments are taken on, while x402 is on.
+    #[oai(skip_serializing_if_is_none)]
+    pub network: Option<String>,
+    /// The address paid, while x402 is on.
+    #[oai(skip_serializing_if_is_none)]
+    pub payee: Option<String>,
+    pub note: String,
+    /// Paying by MPP (a 402 answering a calculate call).
+    #[oai(skip_serializing_if_is_none)]
+    pub mpp: Option<MppOffer>,
+}
+
+/// Paying by MPP, through Stripe (only `note` while MPP is off on this server).
+#[derive(Object, Clone, Debug)]
+pub struct MppOffer {
+    /// stripe.
+    #[oai(skip_serializing_if_is_none)]
+    pub method: Option<String>,
+    /// charge.
+    #[oai(skip_serializing_if_is_none)]
+    pub intent: Option<String>,
+    /// The charge in the currency's smallest unit (cents).
+    #[oai(skip_serializing_if_is_none)]
+    pub amount: Option<String>,
+    /// usd.
+    #[oai(skip_serializing_if_is_none)]
+    pub currency: Option<String>,
+    /// Authorization.
+    #[oai(skip_serializing_if_is_none)]
+    pub header: Option<String>,
+    pub note: String,
+}
+
 /// The statuses whose envelope carries `agent_guide`.
 pub const AGENT_GUIDE_STATUSES: [u16; 3] = [401, 402, 429];
 
@@ -100,8 +154,8 @@ pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
     pub errors: Vec<String>,
-    pub signup: Option<Value>,
-    pub pay_per_call: Option<Value>,
+    pub signup: Option<SignupBlock>,
+    pub pay_per_call: Option<PayPerCallOffer>,
     /// The x402 payment requirements a 402 offers.
     pub accepts: Option<Vec<crate::payments::x402::PaymentRequirements>>,
     /// The MPP problem type of a refused credential.

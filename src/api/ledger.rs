@@ -4,14 +4,17 @@ use std::sync::Arc;
 
 use poem_openapi::param::Query;
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Number, Value};
 
 use super::auth::KeyAuth;
 use super::calculate::{parse_live, LiveRequest};
 use super::error::ApiError;
-use super::payload::{JsonBody, JsonText};
+use super::payload::{Json, JsonBody};
 use super::schema::calculate::{Role, TransactionType};
-use super::schema::ledger::{IngestBody, IngestResponse, TransactionList};
+use super::schema::ledger::{
+    IngestBody, IngestResponse, IngestedRecord, Metadata, RecordedCalculation, TransactionList, TransactionRecord,
+};
+use super::schema::number::{Exact, Usd};
 use super::schema::param::{text, DateOrDateTime, Param, StateParam};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
@@ -32,10 +35,10 @@ pub const MAX_BATCH: usize = 100;
 pub enum IngestResponses {
     /// At least one record was written.
     #[oai(status = 201)]
-    Created(JsonText<IngestResponse>),
+    Created(Json<IngestResponse>),
     /// Every record was a duplicate: the originals are returned and nothing was written.
     #[oai(status = 200)]
-    Replayed(JsonText<IngestResponse>),
+    Replayed(Json<IngestResponse>),
 }
 
 error_responses!(IngestErrors {
@@ -51,7 +54,7 @@ error_responses!(IngestErrors {
 pub enum ListResponses {
     /// The account's transactions, newest first, each with its recorded calculation.
     #[oai(status = 200)]
-    Ok(JsonText<TransactionList>),
+    Ok(Json<TransactionList>),
 }
 
 error_responses!(ListErrors {
@@ -104,55 +107,47 @@ fn parse_item(v: &Value, prefix: &str, errors: &mut Vec<String>) -> Option<Inges
     }
 }
 
-/// The calculation and metadata stored with a ledger row, as JSON.
-fn stored(row: &transaction::Model) -> (Value, Value) {
+/// The calculation and metadata stored with a ledger row.
+fn stored(row: &transaction::Model) -> (RecordedCalculation, Option<Metadata>) {
     let calculation: Value = serde_json::from_str(&row.result).unwrap_or(Value::Null);
-    let metadata: Value = row.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()).unwrap_or(Value::Null);
-    (calculation, metadata)
+    let metadata = row.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()).map(Metadata);
+    (RecordedCalculation(calculation), metadata)
 }
 
-/// One entry of an ingest response, new or replayed.
-fn ingested(
-    index: u32,
-    transaction_id: &Value,
-    external_tx_id: Option<&str>,
-    duplicate: bool,
-    created_at_ms: i64,
-    metadata: Value,
-    calculation: Value,
-) -> Value {
-    json!({
-        "index": index,
-        "transaction_id": transaction_id,
-        "external_tx_id": external_tx_id,
-        "duplicate": duplicate,
-        "created_at": iso(created_at_ms),
-        "total_tax": calculation.get("total_tax").cloned().unwrap_or(Value::Null),
-        "metadata": metadata,
-        "calculation": calculation,
-    })
+/// A number of the recorded calculation's (its amount, its total_tax), or else the row's own column.
+fn recorded_number(calculation: &RecordedCalculation, key: &str, column: &str) -> Number {
+    calculation.0.get(key).and_then(Value::as_number).cloned().or_else(|| column.parse().ok()).unwrap_or_else(|| Number::from(0))
 }
 
-fn record_view(row: &transaction::Model, index: u32) -> Value {
+fn record_view(row: &transaction::Model, index: u32) -> IngestedRecord {
     let (calculation, metadata) = stored(row);
-    ingested(index, &json!(row.id), row.external_tx_id.as_deref(), true, row.created_at, metadata, calculation)
+    IngestedRecord {
+        index,
+        transaction_id: row.id.clone(),
+        external_tx_id: row.external_tx_id.clone(),
+        duplicate: true,
+        created_at: iso(row.created_at),
+        total_tax: Usd(recorded_number(&calculation, "total_tax", &row.total_tax)),
+        metadata,
+        calculation,
+    }
 }
 
-pub fn transaction_view(row: &transaction::Model) -> Value {
+pub fn transaction_view(row: &transaction::Model) -> TransactionRecord {
     let (calculation, metadata) = stored(row);
-    json!({
-        "transaction_id": row.id,
-        "created_at": iso(row.created_at),
-        "source": row.source,
-        "role": row.role,
-        "buyer_state": row.buyer_state,
-        "counterparty_id": row.counterparty_id,
-        "amount": calculation.get("amount").cloned().unwrap_or(Value::Null),
-        "total_tax": calculation.get("total_tax").cloned().unwrap_or(Value::Null),
-        "external_tx_id": row.external_tx_id,
-        "metadata": metadata,
-        "calculation": calculation,
-    })
+    TransactionRecord {
+        transaction_id: row.id.clone(),
+        created_at: iso(row.created_at),
+        source: row.source.clone(),
+        role: row.role.clone(),
+        buyer_state: row.buyer_state.clone(),
+        counterparty_id: row.counterparty_id.clone(),
+        amount: Exact(recorded_number(&calculation, "amount", &row.amount)),
+        total_tax: Usd(recorded_number(&calculation, "total_tax", &row.total_tax)),
+        external_tx_id: row.external_tx_id.clone(),
+        metadata,
+        calculation,
+    }
 }
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Transactions")]
@@ -255,8 +250,8 @@ impl LedgerApi {
         let filter = TransactionFilter { role, state, transaction_type, since_ms, limit, offset };
         let rows =
             if disjoint { Vec::new() } else { s.store.list_transactions(&owner.entity.id, &filter).await.map_err(ApiError::from)? };
-        let list: Vec<Value> = rows.iter().map(transaction_view).collect();
-        Ok(ListResponses::Ok(JsonText::value(&json!({"success": true, "count": list.len(), "transactions": list}))))
+        let transactions: Vec<TransactionRecord> = rows.iter().map(transaction_view).collect();
+        Ok(ListResponses::Ok(Json(TransactionList { success: true, count: transactions.len() as u32, transactions })))
     }
 }
 
@@ -323,13 +318,23 @@ impl AppState {
                     written += 1;
                     let body: Value =
                         serde_json::from_str(&calculation).map_err(|e| ApiError::internal(format!("stored calculation: {e}")))?;
-                    let id = body.get("transaction_id").cloned().unwrap_or(Value::Null);
-                    out.push(ingested(index, &id, ext.as_deref(), false, now_ms, metadata.map(Value::Object).unwrap_or(Value::Null), body));
+                    let calculation = RecordedCalculation(body);
+                    let transaction_id = calculation.0.get("transaction_id").and_then(Value::as_str).unwrap_or_default().to_string();
+                    let total_tax = Usd(recorded_number(&calculation, "total_tax", ""));
+                    out.push(IngestedRecord {
+                        index,
+                        transaction_id,
+                        external_tx_id: ext,
+                        duplicate: false,
+                        created_at: iso(now_ms),
+                        total_tax,
+                        metadata: metadata.map(|m| Metadata(Value::Object(m))),
+                        calculation,
+                    });
                 }
             }
         }
-        let response = json!({"success": true, "count": out.len(), "written": written, "duplicates": duplicates, "records": out});
-        let text = JsonText::value(&response);
-        Ok(if written > 0 { IngestResponses::Created(text) } else { IngestResponses::Replayed(text) })
+        let response = IngestResponse { success: true, count: out.len() as u32, written, duplicates, records: out };
+        Ok(if written > 0 { IngestResponses::Created(Json(response)) } else { IngestResponses::Replayed(Json(response)) })
     }
 }

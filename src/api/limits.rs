@@ -7,10 +7,10 @@
 //! allowance, which bills, is counted call by call.
 
 use poem::http::StatusCode;
-use serde_json::json;
 
 use super::context::set_header;
-use super::error::{ApiError, ErrorCode};
+use super::error::{ApiError, ErrorCode, PayPerCallOffer, SignupBlock};
+use super::schema::number::Exact;
 use super::AppState;
 use crate::ledger::burst_call;
 use crate::plans::Plans;
@@ -169,13 +169,7 @@ impl AppState {
             );
             e.signup = Some(signup_block(&self.plans));
             let ppc = &self.plans.pay_per_call;
-            e.pay_per_call = Some(json!({
-                "id": ppc.id,
-                "price_usd_per_call": crate::engine::render::num(ppc.price_usd_per_call),
-                "currency": "USDC",
-                "header": "X-PAYMENT",
-                "note": ppc.notes,
-            }));
+            e.pay_per_call = Some(PayPerCallOffer { note: ppc.notes.clone(), ..PayPerCallOffer::x402(ppc) });
             return Err(e);
         }
         if per_minute > self.limits.demo_per_minute {
@@ -255,11 +249,27 @@ impl AppState {
 }
 
 /// How a keyless caller gets a key; the free tier's allowance from the plans.
-pub fn signup_block(plans: &Plans) -> serde_json::Value {
-    json!({
-        "method": "POST",
-        "url": "/api/v1/auth/signup",
-        "free_tier": format!("{}, no card required", plans.free_allowance()),
-        "required_fields": ["email", "password", "agent_name", "agent_work_type"],
-    })
+pub fn signup_block(plans: &Plans) -> SignupBlock {
+    SignupBlock {
+        method: "POST".into(),
+        url: "/api/v1/auth/signup".into(),
+        free_tier: format!("{}, no card required", plans.free_allowance()),
+        required_fields: ["email", "password", "agent_name", "agent_work_type"].map(String::from).to_vec(),
+    }
+}
+
+impl PayPerCallOffer {
+    /// The x402 offer at the plans' per-call price, its network, payee and MPP to be filled in.
+    pub fn x402(ppc: &crate::plans::PayPerCall) -> PayPerCallOffer {
+        PayPerCallOffer {
+            id: ppc.id.clone(),
+            price_usd_per_call: Exact::of(ppc.price_usd_per_call),
+            currency: "USDC".into(),
+            header: "X-PAYMENT".into(),
+            network: None,
+            payee: None,
+            note: String::new(),
+            mpp: None,
+        }
+    }
 }

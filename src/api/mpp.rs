@@ -12,11 +12,10 @@
 use std::sync::Arc;
 
 use poem::http::StatusCode;
-use serde_json::{json, Value};
 
 use super::calculate::parse_paid;
 use super::context::set_header;
-use super::error::{ApiError, ErrorCode};
+use super::error::{ApiError, ErrorCode, MppOffer};
 use super::idempotency::parse_key;
 use super::paid::Protocol;
 use super::payload::JsonBody;
@@ -40,21 +39,29 @@ pub fn credential_header(req: &poem::Request) -> Option<String> {
 
 impl AppState {
     /// The MPP part of a 402's `pay_per_call`, with its `WWW-Authenticate: Payment` challenge set while MPP is on.
-    pub fn offer_mpp(&self) -> Value {
+    pub fn offer_mpp(&self) -> MppOffer {
         match &self.mpp {
             Some(m) => {
                 set_header("WWW-Authenticate", m.challenge(self.clock.now_ms()));
-                json!({
-                    "method": mpp::METHOD,
-                    "intent": mpp::INTENT,
-                    "amount": m.amount,
-                    "currency": mpp::CURRENCY,
-                    "header": "Authorization",
-                    "note": "machine payment (MPP) through Stripe: answer the WWW-Authenticate Payment challenge with \
-                             `Authorization: Payment <credential>` carrying a Shared Payment Token; no account needed",
-                })
+                MppOffer {
+                    method: Some(mpp::METHOD.into()),
+                    intent: Some(mpp::INTENT.into()),
+                    amount: Some(m.amount.clone()),
+                    currency: Some(mpp::CURRENCY.into()),
+                    header: Some("Authorization".into()),
+                    note: "machine payment (MPP) through Stripe: answer the WWW-Authenticate Payment challenge with \
+                           `Authorization: Payment <credential>` carrying a Shared Payment Token; no account needed"
+                        .into(),
+                }
             }
-            None => json!({"note": "MPP payments are not configured on this server; sign up for a free API key instead"}),
+            None => MppOffer {
+                method: None,
+                intent: None,
+                amount: None,
+                currency: None,
+                header: None,
+                note: "MPP payments are not configured on this server; sign up for a free API key instead".into(),
+            },
         }
     }
 

@@ -3,12 +3,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use poem_openapi::types::ParseFromJSON;
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::auth::KeyAuth;
 use super::error::ApiError;
-use super::payload::{Body, Json, JsonText};
+use super::payload::{Body, Json};
+use super::schema::calculate::NexusAlert;
 use super::schema::ledger::{NexusAlertsResponse, NexusEntryOut, NexusRequest, NexusResponse};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
@@ -40,7 +42,7 @@ error_responses!(NexusErrors {
 pub enum AlertsResponses {
     /// States at 80% or more of their threshold (possibly none).
     #[oai(status = 200)]
-    Ok(JsonText<NexusAlertsResponse>),
+    Ok(Json<NexusAlertsResponse>),
 }
 
 error_responses!(AlertsErrors {
@@ -69,16 +71,22 @@ impl AppState {
         Ok(NexusResponse { success: true, nexus_configured: account.nexus_configured, nexus, states_with_nexus: with })
     }
 
-    async fn alerts_view(&self, account: &entity::Model) -> Result<Value, ApiError> {
+    async fn alerts_view(&self, account: &entity::Model) -> Result<NexusAlertsResponse, ApiError> {
         let nexus = self.nexus_map(account).await?;
         let now = self.clock.now_ms();
+        // The engine writes an alert as calculate's nexus_alerts carry it; `api::calculate_contract` proves that
+        // text is what `NexusAlert` writes, so it reads back whole.
         let alerts = self.nexus_alerts(&self.store.db, account, nexus.as_ref(), now).await?;
-        Ok(json!({
-            "success": true,
-            "as_of": self.clock.now().date_naive().to_string(),
-            "jurisdictions_checked": crate::rules::schema::STATES.len(),
-            "alerts": alerts,
-        }))
+        let alerts = alerts
+            .into_iter()
+            .map(|a| NexusAlert::parse_from_json(Some(a)).map_err(|e| ApiError::internal(format!("nexus alert: {}", e.into_message()))))
+            .collect::<Result<_, _>>()?;
+        Ok(NexusAlertsResponse {
+            success: true,
+            as_of: self.clock.now().date_naive().to_string(),
+            jurisdictions_checked: crate::rules::schema::STATES.len() as u32,
+            alerts,
+        })
     }
 }
 
@@ -113,7 +121,7 @@ impl NexusApi {
     async fn alerts(&self, auth: KeyAuth) -> Result<AlertsResponses, AlertsErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
-        Ok(AlertsResponses::Ok(JsonText::value(&s.alerts_view(&owner.entity).await?)))
+        Ok(AlertsResponses::Ok(Json(s.alerts_view(&owner.entity).await?)))
     }
 }
 

@@ -12,11 +12,10 @@
 use std::sync::Arc;
 
 use poem::http::StatusCode;
-use serde_json::json;
 
 use super::calculate::parse_paid;
 use super::context::set_header;
-use super::error::{ApiError, ErrorCode};
+use super::error::{ApiError, ErrorCode, PayPerCallOffer};
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::limits::signup_block;
 use super::payload::JsonBody;
@@ -97,28 +96,20 @@ impl AppState {
         }
         set_header("Cache-Control", "no-store");
         e.signup = Some(signup_block(&self.plans));
-        let ppc = &self.plans.pay_per_call;
-        let mut offer = json!({
-            "id": ppc.id,
-            "price_usd_per_call": crate::engine::render::num(ppc.price_usd_per_call),
-            "currency": "USDC",
-            "header": "X-PAYMENT",
-        });
+        let mut offer = PayPerCallOffer::x402(&self.plans.pay_per_call);
         match &self.x402 {
             Some(x) => {
                 let url = resource(self.public_url.as_deref(), req);
                 set_header("PAYMENT-REQUIRED", x.payment_required_header(&url, reason));
                 e.accepts = Some(vec![x.requirements(&url)]);
-                offer["network"] = json!(x.network.name);
-                offer["payee"] = json!(x.payee);
-                offer["note"] =
-                    json!("per-call USDC payment under the x402 protocol (v1 X-PAYMENT or v2 PAYMENT-SIGNATURE); no account needed");
+                offer.network = Some(x.network.name.to_string());
+                offer.payee = Some(x.payee.to_string());
+                offer.note =
+                    "per-call USDC payment under the x402 protocol (v1 X-PAYMENT or v2 PAYMENT-SIGNATURE); no account needed".into();
             }
-            None => {
-                offer["note"] = json!("x402 payments are not configured on this server; sign up for a free API key instead");
-            }
+            None => offer.note = "x402 payments are not configured on this server; sign up for a free API key instead".into(),
         }
-        offer["mpp"] = self.offer_mpp();
+        offer.mpp = Some(self.offer_mpp());
         e.pay_per_call = Some(offer);
     }
 

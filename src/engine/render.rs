@@ -160,7 +160,10 @@ pub fn demo(det: &Determination, extra: &[(&str, &str)], upgrade: Option<&[(&str
         });
     } else if let (true, Some(l)) = (det.total_tax.is_zero(), det.legs.first()) {
         o.obj("exemption", |o| {
-            o.put("type", l.result.as_str()).put("reason", &l.reason);
+            o.put("type", l.result.as_str());
+            if let Some(r) = &l.reason {
+                o.put("reason", r);
+            }
         });
     }
     for (k, v) in extra {
@@ -401,12 +404,15 @@ fn write_tax(o: &mut Obj, det: &Determination, amount: Decimal, kind: &str) {
         .put("rate", &ratio(first.map_or(Decimal::ZERO, |l| l.rate)))
         .put("amount", &cents(amount))
         .put("type", kind);
-    // Without nexus a seller's reason replaces the leg's (in the leg reason's place when there is one).
+    // Without nexus a seller's reason replaces the leg's; the leg's result goes with the leg's reason.
     let nexus_reason = (det.role == Role::Seller && !det.has_nexus && !det.collected_by_marketplace)
         .then(|| format!("no nexus configured in {}", det.buyer_state));
-    let leg_reason = first.and_then(|l| l.reason.as_ref());
-    if let (Some(r), Some(l)) = (leg_reason, first) {
-        o.put("reason", nexus_reason.as_ref().unwrap_or(r)).put("exemption", l.result.as_str());
+    let leg = first.filter(|l| l.reason.is_some());
+    if let Some(r) = nexus_reason.as_ref().or(leg.and_then(|l| l.reason.as_ref())) {
+        o.put("reason", r);
+    }
+    if let Some(l) = leg {
+        o.put("exemption", l.result.as_str());
     }
     if kind == "use_tax" {
         o.put("state_rate", &ratio(det.applied_state_rate()))
@@ -431,9 +437,6 @@ fn write_tax(o: &mut Obj, det: &Determination, amount: Decimal, kind: &str) {
                 .put("rule", &l.rule_id)
                 .put("result", l.result.as_str());
         });
-    }
-    if let (Some(r), None) = (&nexus_reason, leg_reason) {
-        o.put("reason", r);
     }
 }
 
@@ -567,7 +570,11 @@ fn write_rest(o: &mut Obj, det: &Determination) {
     } else if let Some(l) = det.legs.iter().find(|l| !l.result.is_taxable()) {
         if det.legs.iter().all(|l| !l.result.is_taxable()) {
             o.obj("exemption", |o| {
-                o.put("type", l.result.as_str()).put("reason", &l.reason).put("citation", &l.citation.cite);
+                o.put("type", l.result.as_str());
+                if let Some(r) = &l.reason {
+                    o.put("reason", r);
+                }
+                o.put("citation", &l.citation.cite);
             });
         }
     }

@@ -735,7 +735,7 @@ pub fn alerts_from(
 
 /// A calculate response: the stored body with the nexus alerts, if any, as its last member. The same text as
 /// serializing the body with the alerts inserted, without serializing the body again.
-fn with_alerts(body: &str, alerts: Option<&str>) -> String {
+pub fn with_alerts(body: &str, alerts: Option<&str>) -> String {
     match (alerts, body.strip_suffix('}')) {
         (Some(alerts), Some(open)) => format!("{open},\"nexus_alerts\":{alerts}}}"),
         _ => body.to_string(),

@@ -11,7 +11,7 @@ mod batch;
 
 use chrono::{Datelike, NaiveDate, TimeZone, Utc};
 
-pub use batch::{alerts_from, Answer, Entry, EntryOutcome, Job, Ledger, Recorded, Source};
+pub use batch::{alerts_from, with_alerts, Answer, Entry, EntryOutcome, Job, Ledger, Recorded, Source};
 
 use crate::plans::Plans;
 use crate::store::entity::entity;

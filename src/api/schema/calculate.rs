@@ -3,7 +3,13 @@
 use poem_openapi::{Object, Union};
 use std::collections::BTreeMap;
 
+use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
+use poem_openapi::types::{ParseResult, Type};
 use serde_json::Value;
+use std::borrow::Cow;
+
+use super::number::{Exact, Fraction, Usd};
+use super::param;
 
 /// A JSON object whose keys are described in the field's documentation.
 pub type Obj = BTreeMap<String, Value>;
@@ -153,6 +159,16 @@ pub struct CalculateRequest {
     pub seller_remitting: Option<bool>,
 }
 
+// The responses. Their fields are in the order the engine's renderer (`crate::engine::render`) writes them, and
+// a member it leaves out when there is nothing to say is `skip_serializing_if_is_none`, one it writes as null a
+// plain `Option`: `api::calculate_contract` parses every sample answer into these types and writes it again,
+// byte for byte the same.
+
+param::documented!(
+    /// The classification facts declared with the request, echoed as sent (empty when none).
+    DeclaredFacts => MetaSchema::new("object")
+);
+
 /// A sales- or use-tax line.
 #[derive(Object)]
 pub struct TaxLine {
@@ -161,39 +177,66 @@ pub struct TaxLine {
     /// Two-letter state code.
     pub state: String,
     /// The rate applied (fraction: 0.0825 is 8.25%).
-    pub rate: f64,
+    pub rate: Fraction,
     /// Tax in USD, rounded half away from zero to cents.
-    pub amount: f64,
+    pub amount: Usd,
     /// sales_tax or use_tax.
     #[oai(rename = "type")]
-    pub kind: Option<String>,
+    pub kind: String,
     /// Why the line is what it is (an exemption, missing nexus, a marketplace collection).
+    #[oai(skip_serializing_if_is_none)]
     pub reason: Option<String>,
-    /// The exemption applied, when one applied.
-    pub exemption: Option<Value>,
-    /// The state rate.
-    pub state_rate: Option<f64>,
-    /// The sum of the local layers for the zip (0 without a zip or a locality).
-    pub local_rate: Option<f64>,
-    /// State plus local rate.
-    pub combined_rate: Option<f64>,
-    /// The amount before any partial base.
-    pub gross_amount: Option<f64>,
-    /// The part of the amount the rate applies to.
-    pub taxable_amount: Option<f64>,
-    /// taxable_amount as a percentage of gross_amount.
-    pub taxable_percentage: Option<f64>,
-    /// A remark for the reader.
+    /// The result of the rule applied when it is not plainly taxable (an exemption type, not_taxable, …).
+    #[oai(skip_serializing_if_is_none)]
+    pub exemption: Option<String>,
+    /// Use tax: the state rate.
+    #[oai(skip_serializing_if_is_none)]
+    pub state_rate: Option<Fraction>,
+    /// Use tax: the sum of the local layers for the zip (0 without a zip or a locality).
+    #[oai(skip_serializing_if_is_none)]
+    pub local_rate: Option<Fraction>,
+    /// Use tax: state plus local rate.
+    #[oai(skip_serializing_if_is_none)]
+    pub combined_rate: Option<Fraction>,
+    /// Use tax: the amount before any partial base (USD).
+    #[oai(skip_serializing_if_is_none)]
+    pub gross_amount: Option<Usd>,
+    /// Use tax: the part of the amount the rate applies to (USD).
+    #[oai(skip_serializing_if_is_none)]
+    pub taxable_amount: Option<Usd>,
+    /// Use tax: taxable_amount as a percentage of gross_amount.
+    #[oai(skip_serializing_if_is_none)]
+    pub taxable_percentage: Option<Exact>,
+    /// A remark for the reader (use tax the seller already collected).
+    #[oai(skip_serializing_if_is_none)]
     pub note: Option<String>,
-    /// Maintenance contracts: one entry per leg.
-    pub legs: Option<Vec<Value>>,
+    /// A sale of several legs (a maintenance contract's updates and support): one entry per leg.
+    #[oai(skip_serializing_if_is_none)]
+    pub legs: Option<Vec<TaxLeg>>,
+}
+
+/// One leg of a sale taxed in parts.
+#[derive(Object)]
+pub struct TaxLeg {
+    /// The leg (updates, support, …).
+    pub leg: String,
+    /// The leg's part of the amount (USD).
+    pub amount: Usd,
+    /// The rate applied to it.
+    pub rate: Fraction,
+    /// Its tax (USD).
+    pub tax: Usd,
+    /// The rule that decided it.
+    pub rule: String,
+    /// taxable, or an exemption type.
+    pub result: String,
 }
 
 #[derive(Object)]
 pub struct SellerRemitting {
     /// collected or not_collected.
     pub status: String,
-    /// network_verified or self_reported.
+    /// self_reported (the caller's seller_remitting).
     pub source: String,
 }
 
@@ -203,11 +246,11 @@ pub struct Tracking1099 {
     /// The counterparty as sent.
     pub counterparty_id: String,
     /// This payment (USD).
-    pub payment_this_transaction: f64,
+    pub payment_this_transaction: Usd,
     /// Payments to the counterparty in the tax year, this one included (USD).
-    pub vendor_ytd_total: f64,
+    pub vendor_ytd_total: Usd,
     /// The information-return threshold for the tax year (USD).
-    pub threshold: f64,
+    pub threshold: Usd,
     /// True once vendor_ytd_total reaches the threshold.
     pub threshold_exceeded: bool,
     /// The form to file once the threshold is reached, else null.
@@ -237,18 +280,18 @@ pub struct ConfidenceSummary {
 /// Something the caller should know; codes are listed in rules/advisories.yaml.
 #[derive(Object)]
 pub struct Advisory {
+    /// What kind of advisory it is.
     #[oai(rename = "type")]
     pub kind: String,
     /// The message.
     pub advisory: String,
     /// Stable advisory code.
-    pub code: Option<String>,
-    /// Two-letter state code.
-    pub state: Option<String>,
+    pub code: String,
     /// True when the caller should act on it.
-    pub flagged: Option<bool>,
-    /// How settled the answer is.
-    pub confidence: Option<String>,
+    pub flagged: bool,
+    /// Two-letter state code, when the advisory is about one state.
+    #[oai(skip_serializing_if_is_none)]
+    pub state: Option<String>,
 }
 
 /// Where a tax amount goes.
@@ -257,20 +300,37 @@ pub struct RoutingEntry {
     #[oai(rename = "type")]
     pub kind: String,
     /// Amount in USD.
-    pub amount: f64,
+    pub amount: Usd,
     /// Who receives the amount.
     pub destination: String,
     /// The jurisdiction that taxes the sale: the locality and state (e.g. "Austin, TX"), or the state.
     pub jurisdiction: String,
 }
 
+/// Why the tax is 0: an exemption certificate the caller holds, or the rule that exempts the whole sale.
+#[derive(Object)]
+pub struct Exemption {
+    /// exemption_certificate, or the rule's result (an exemption type, not_taxable, …).
+    #[oai(rename = "type")]
+    pub kind: String,
+    /// The rule's reason.
+    #[oai(skip_serializing_if_is_none)]
+    pub reason: Option<String>,
+    /// The rule's citation (full answers).
+    #[oai(skip_serializing_if_is_none)]
+    pub citation: Option<String>,
+    /// The certificate as sent (exemption_certificate).
+    #[oai(skip_serializing_if_is_none)]
+    pub certificate: Option<String>,
+}
+
 /// The tax a seller call would owe with nexus; never included in total_tax.
 #[derive(Object)]
 pub struct TaxIfNexus {
     /// Tax in USD.
-    pub total_tax: f64,
+    pub total_tax: Usd,
     /// State plus local rate.
-    pub combined_rate: Option<f64>,
+    pub combined_rate: Fraction,
     /// What the hypothetical assumes.
     pub basis: String,
 }
@@ -322,13 +382,16 @@ pub struct NexusAlert {
     pub state: String,
     /// approaching (80% to 99%) or reached (100% or more).
     pub level: String,
-    /// Sales counted over the threshold's period.
-    pub revenue: f64,
+    /// Sales counted over the threshold's period (USD).
+    pub revenue: Usd,
+    /// Transactions counted over the threshold's period.
     pub transactions: i64,
-    pub threshold_amount: Option<f64>,
+    /// The sales prong (USD), or null when the state has none.
+    pub threshold_amount: Option<Usd>,
+    /// The transaction-count prong, or null when the state has none.
     pub threshold_transactions: Option<i64>,
     /// The larger of the prongs' percentages.
-    pub percent_of_threshold: f64,
+    pub percent_of_threshold: Exact,
     /// The period the threshold is measured over (e.g. previous_or_current_calendar_year).
     pub period: String,
     pub period_start: String,
@@ -336,6 +399,89 @@ pub struct NexusAlert {
     pub has_nexus: bool,
     /// What to do.
     pub message: String,
+}
+
+/// One link of the jurisdiction chain: the state, each local layer, each special rule.
+#[derive(Object)]
+pub struct JurisdictionLink {
+    /// state, local or special_rule.
+    pub level: String,
+    /// A local layer's kind (county, city, transit, special_district, …).
+    #[oai(skip_serializing_if_is_none)]
+    pub layer: Option<String>,
+    pub name: String,
+    pub rate: Fraction,
+    /// Whether the rate applied to this sale.
+    pub applied: bool,
+    /// The citation, with its address in angle brackets.
+    pub source: String,
+}
+
+/// How the transaction was classified.
+#[derive(Object)]
+pub struct Classification {
+    pub input_transaction_type: String,
+    /// The work_type as sent, or null.
+    pub input_work_type: Option<String>,
+    pub resolved_work_type: String,
+    /// explicit (work_type sent) or inferred (from transaction_type).
+    pub work_type_source: String,
+    /// How the work type was reached.
+    pub derivation: String,
+    /// The economic category (as classification_basis).
+    pub economic_category: String,
+    pub label: String,
+    /// Whether a declared digital_content_type changed the answer.
+    pub digital_content_type_applied: bool,
+}
+
+/// One reading of an ambiguous rule, with the tax it would give.
+#[derive(Object)]
+pub struct AmbiguousReading {
+    pub reading: String,
+    /// USD.
+    pub tax: Usd,
+    /// The citation, with its address in angle brackets.
+    pub source: String,
+}
+
+/// The taxability rule applied.
+#[derive(Object)]
+pub struct Taxability {
+    /// The rule's citation, with its address in angle brackets.
+    pub source: Option<String>,
+    pub state: String,
+    /// The economic category.
+    pub category: String,
+    pub taxable: bool,
+    /// The rule and what it decided.
+    pub note: Option<String>,
+    /// The declared digital content type, when it changed the answer.
+    pub digital_content_type_override: Option<String>,
+    /// The rule the digital content type applied, or null.
+    pub digital_content_type_rule: Option<String>,
+    /// Present when the law reads two ways: each reading with its tax.
+    #[oai(skip_serializing_if_is_none)]
+    pub ambiguous_readings: Option<Vec<AmbiguousReading>>,
+}
+
+/// One rule considered.
+#[derive(Object)]
+pub struct CheckEvaluated {
+    /// The rule (or the stage, when no rule decided).
+    pub check: String,
+    pub result: String,
+    /// The stage: taxability, exemption, nexus or marketplace.
+    pub detail: String,
+}
+
+/// A rule the answer rests on, with its citation.
+#[derive(Object)]
+pub struct PolicyReference {
+    pub id: String,
+    /// The citation, with its address in angle brackets.
+    pub settlement: String,
+    pub note: Option<String>,
 }
 
 /// How the answer was reached, with the law it applied.
@@ -346,20 +492,16 @@ pub struct AuditTrail {
     pub rules_version: String,
     /// The date the rules were applied as of.
     pub as_of: String,
-    /// level (state, local, special_rule), name, rate, applied, source (citation).
-    pub jurisdiction_chain: Vec<Obj>,
+    pub jurisdiction_chain: Vec<JurisdictionLink>,
     /// State plus local rate.
-    pub combined_rate: f64,
-    /// input_transaction_type, input_work_type, resolved_work_type, work_type_source, economic_category, derivation (how the work type was reached), label, digital_content_type_applied.
-    pub classification: Obj,
-    /// source, state, category, taxable, note, digital_content_type_override, digital_content_type_rule.
-    pub taxability: Obj,
-    /// check, result, detail: every rule considered.
-    pub exemptions_evaluated: Vec<Obj>,
+    pub combined_rate: Fraction,
+    pub classification: Classification,
+    pub taxability: Taxability,
+    /// Every rule considered.
+    pub exemptions_evaluated: Vec<CheckEvaluated>,
     /// taxable, an exemption type, or no_nexus.
     pub final_determination: String,
-    /// id, settlement (citation), note.
-    pub policy_references: Vec<Obj>,
+    pub policy_references: Vec<PolicyReference>,
 }
 
 /// The full answer (calls with an API key, or paid per call with x402 or MPP).
@@ -369,20 +511,10 @@ pub struct FullCalculation {
     pub success: bool,
     /// The tax engine version (1.5).
     pub engine_version: String,
-    /// live (an API key), x402 or mpp (paid per call, no key).
-    pub mode: String,
-    /// The response format version.
-    pub api_version: String,
-    /// Server-generated.
-    pub transaction_id: String,
-    /// When the answer was computed (UTC, ISO 8601).
-    pub timestamp: String,
-    /// The account the call was made for.
-    pub entity_id: String,
     /// seller (sales tax) or buyer (use tax).
     pub role: String,
-    /// Amount in USD.
-    pub amount: f64,
+    /// Amount in USD, as sent.
+    pub amount: Exact,
     /// The buyer's state.
     pub buyer_state: String,
     /// The buyer's zip, or null.
@@ -396,9 +528,9 @@ pub struct FullCalculation {
     /// seller, facilitator or direct.
     pub marketplace_role: String,
     /// The sum of the local layers for the zip (0 without a zip or a locality).
-    pub local_rate: f64,
+    pub local_rate: Fraction,
     /// State plus local rate.
-    pub combined_rate: f64,
+    pub combined_rate: Fraction,
     /// The locality and state, e.g. "Austin, TX".
     pub jurisdiction: String,
     /// The transaction type (default saas).
@@ -420,17 +552,17 @@ pub struct FullCalculation {
     pub counterparty_id: String,
     /// The declared digital content type, echoed, or null.
     pub digital_content_type: Option<String>,
-    /// The classification facts declared with the request (empty when none).
-    pub classification_facts: Option<Obj>,
+    pub classification_facts: DeclaredFacts,
     /// The sales-tax line (seller role), or null.
     pub sales_tax: Option<TaxLine>,
     /// The use-tax line (buyer role), or null.
     pub use_tax: Option<TaxLine>,
-    /// Buyer role: whether the seller collected.
+    /// Buyer role with seller_remitting sent: whether the seller collected; else null.
     pub seller_remitting: Option<SellerRemitting>,
-    /// The counterparty's 1099 running total.
+    /// The counterparty's 1099 running total, or null.
     pub tracking_1099: Option<Tracking1099>,
     /// Present when there is something the counterparty should know.
+    #[oai(skip_serializing_if_is_none)]
     pub counterparty_notice: Option<CounterpartyNotice>,
     /// How settled the answer is.
     pub confidence: Confidence,
@@ -438,35 +570,51 @@ pub struct FullCalculation {
     pub advisories: Vec<Advisory>,
     /// Where each tax amount goes.
     pub routing: Vec<RoutingEntry>,
-    /// The tax the caller is responsible for.
-    pub total_tax: f64,
+    /// The tax the caller is responsible for (USD).
+    pub total_tax: Usd,
     /// False when the account never configured nexus (seller calls then answer 0).
     pub nexus_configured: bool,
-    /// The classification in words.
+    /// The classification in words: the work type, how it was reached, the category.
     pub classification_note: String,
     /// Estimates, not legal or tax advice.
     pub disclaimer: String,
     /// True when a marketplace facilitator collects the tax (marketplace_remitted_tax).
     pub collected_by_marketplace: bool,
-    /// The tax the facilitator collects and remits.
-    pub marketplace_remitted_tax: Option<f64>,
+    /// The tax the facilitator collects and remits (USD).
+    #[oai(skip_serializing_if_is_none)]
+    pub marketplace_remitted_tax: Option<Usd>,
     /// Marketplace-seller calls only; false only where a statute excludes facilitated sales (VA).
+    #[oai(skip_serializing_if_is_none)]
     pub counts_toward_nexus_threshold: Option<bool>,
-    /// The exemption applied, when one applied.
-    pub exemption: Option<Value>,
+    /// Present when the whole sale is exempt, or an exemption certificate was sent.
+    #[oai(skip_serializing_if_is_none)]
+    pub exemption: Option<Exemption>,
+    /// Present when a seller without nexus answers 0.
+    #[oai(skip_serializing_if_is_none)]
     pub tax_if_nexus: Option<TaxIfNexus>,
     /// How is_b2b was determined.
-    pub b2b_detection: Option<B2bDetection>,
+    pub b2b_detection: B2bDetection,
     /// The counterparty's network profile, when it is on the network.
+    #[oai(skip_serializing_if_is_none)]
     pub network_profile: Option<CounterpartyProfile>,
-    /// Present when any state is at 80% or more of its economic-nexus threshold.
-    pub nexus_alerts: Option<Vec<NexusAlert>>,
-    /// Taxes that apply without the seller's nexus (e.g. the Chicago lease tax).
-    pub special_taxes: Option<Vec<Value>>,
-    pub audit_trail: Option<AuditTrail>,
+    pub audit_trail: AuditTrail,
+    /// Server-generated.
+    pub transaction_id: String,
+    /// When the answer was computed (UTC, ISO 8601).
+    pub timestamp: String,
+    /// The account the call was made for.
+    pub entity_id: String,
+    /// live (an API key), x402 or mpp (paid per call, no key).
+    pub mode: String,
+    /// The response format version.
+    pub api_version: String,
     /// On calls paid per call (mode x402 or mpp): what an API key adds, where to sign up, and the free plan's
     /// allowance. Absent with an API key.
+    #[oai(skip_serializing_if_is_none)]
     pub upgrade: Option<Upgrade>,
+    /// Keyed calls: present when any state is at 80% or more of its economic-nexus threshold.
+    #[oai(skip_serializing_if_is_none)]
+    pub nexus_alerts: Option<Vec<NexusAlert>>,
 }
 
 /// How to move past the demo, or past paying per call.
@@ -487,15 +635,12 @@ pub struct DemoCalculation {
     pub success: bool,
     /// The tax engine version (1.5).
     pub engine_version: String,
-    pub transaction_id: String,
-    /// When the answer was computed (UTC, ISO 8601).
-    pub timestamp: String,
     /// demo.
     pub mode: String,
     /// seller (sales tax) or buyer (use tax).
     pub role: String,
-    /// Amount in USD.
-    pub amount: f64,
+    /// Amount in USD, as sent.
+    pub amount: Exact,
     /// The buyer's state.
     pub buyer_state: String,
     /// The buyer's zip, or null.
@@ -505,32 +650,36 @@ pub struct DemoCalculation {
     /// The work type, declared or inferred.
     pub work_type: String,
     /// The economic category the work type (declared or inferred) maps to: data_processing for compute,
-    /// financial_service for trading. How it was reached is in classification_note and audit_trail.classification.
+    /// financial_service for trading.
     pub classification_basis: String,
     /// Whether the sale is treated as business-to-business.
     pub is_b2b: bool,
     /// The declared digital content type, echoed, or null.
     pub digital_content_type: Option<String>,
-    /// The classification facts declared with the request (empty when none).
-    pub classification_facts: Obj,
+    pub classification_facts: DeclaredFacts,
     /// Tax in USD.
-    pub total_tax: f64,
+    pub total_tax: Usd,
     /// State plus local rate.
-    pub combined_rate: f64,
+    pub combined_rate: Fraction,
     /// The effective rate on the whole amount (tax ÷ amount).
-    pub applied_rate: f64,
+    pub applied_rate: Fraction,
     /// Whether nexus was declared for buyer_state (demo: via nexus_override).
     pub nexus_configured_for_state: bool,
     /// How settled the answer is.
     pub confidence: ConfidenceSummary,
     /// Estimates, not legal or tax advice.
     pub disclaimer: String,
+    /// When 0.00 comes from missing nexus (see nexus_override).
+    #[oai(skip_serializing_if_is_none)]
+    pub tax_if_nexus: Option<TaxIfNexus>,
+    /// When 0.00 comes from an exemption.
+    #[oai(skip_serializing_if_is_none)]
+    pub exemption: Option<Exemption>,
+    pub transaction_id: String,
+    /// When the answer was computed (UTC, ISO 8601).
+    pub timestamp: String,
     /// How to get full answers.
     pub upgrade: Upgrade,
-    /// When 0.00 comes from an exemption.
-    pub exemption: Option<Value>,
-    /// When 0.00 comes from missing nexus (see nexus_override).
-    pub tax_if_nexus: Option<TaxIfNexus>,
 }
 
 /// Full with an API key; demo without.

@@ -2,8 +2,14 @@
 
 use std::collections::BTreeMap;
 
-use super::calculate::Obj;
+use std::borrow::Cow;
+
+use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
+use poem_openapi::types::{ParseResult, Type};
 use poem_openapi::{Object, Union};
+
+use super::calculate::Obj;
+use super::number::{Exact, Usd};
 
 use super::calculate::{CalculateRequest, FullCalculation, NexusAlert};
 
@@ -41,9 +47,11 @@ pub struct IngestedRecord {
     /// True when this external_tx_id was already recorded: the original record is returned and nothing is written.
     pub duplicate: bool,
     pub created_at: String,
-    pub total_tax: f64,
-    pub metadata: Option<Obj>,
-    pub calculation: FullCalculation,
+    /// The calculation's total_tax (USD).
+    pub total_tax: Usd,
+    /// As sent with the record, or null.
+    pub metadata: Option<Metadata>,
+    pub calculation: RecordedCalculation,
 }
 
 #[derive(Object)]
@@ -65,12 +73,14 @@ pub struct TransactionRecord {
     pub role: String,
     pub buyer_state: String,
     pub counterparty_id: String,
-    pub amount: f64,
-    pub total_tax: f64,
+    /// The calculation's amount (USD, as sent).
+    pub amount: Exact,
+    /// The calculation's total_tax (USD).
+    pub total_tax: Usd,
     pub external_tx_id: Option<String>,
-    pub metadata: Option<Obj>,
-    /// The full calculate response recorded for it.
-    pub calculation: FullCalculation,
+    /// As sent with the record, or null.
+    pub metadata: Option<Metadata>,
+    pub calculation: RecordedCalculation,
 }
 
 #[derive(Object)]
@@ -78,6 +88,53 @@ pub struct TransactionList {
     pub success: bool,
     pub count: u32,
     pub transactions: Vec<TransactionRecord>,
+}
+
+super::param::documented!(
+    /// Free-form metadata, stored and returned as sent.
+    Metadata => MetaSchema::new("object")
+);
+
+/// The full calculate response recorded with a ledger row, returned as it was answered when the row was written
+/// (a row written by an earlier version of the service keeps that version's answer).
+pub struct RecordedCalculation(pub serde_json::Value);
+
+impl Type for RecordedCalculation {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> Cow<'static, str> {
+        FullCalculation::name()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        FullCalculation::schema_ref()
+    }
+
+    fn register(registry: &mut Registry) {
+        FullCalculation::register(registry);
+    }
+
+    fn as_raw_value(&self) -> Option<&Self> {
+        Some(self)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
+        Box::new(std::iter::once(self))
+    }
+}
+
+impl poem_openapi::types::ParseFromJSON for RecordedCalculation {
+    fn parse_from_json(value: Option<serde_json::Value>) -> ParseResult<Self> {
+        Ok(RecordedCalculation(value.unwrap_or_default()))
+    }
+}
+
+impl poem_openapi::types::ToJSON for RecordedCalculation {
+    fn to_json(&self) -> Option<serde_json::Value> {
+        Some(self.0.clone())
+    }
 }
 
 #[derive(Object)]
