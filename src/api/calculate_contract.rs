@@ -8,7 +8,8 @@
 //! The answer's two writers: the engine's renderer (`engine::render`, text written member by member) and the
 //! documented types (`FullCalculation`, `DemoCalculation`, `NexusAlert`). Every sample answer, parsed into its
 //! type and written again by it, is the same text byte for byte: the same members in the same order, null where
-//! null and absent where absent, numbers with the same digits. `benches/engine.rs` (render) measures the two.
+//! null and absent where absent, numbers with the same digits. The `calculate body` group of `benches/engine.rs`
+//! measures the two.
 
 use poem_openapi::registry::{MetaSchema, MetaSchemaRef};
 use poem_openapi::types::{ParseFromJSON, ToJSON};

@@ -1,8 +1,9 @@
 //! The request and response types. They generate the OpenAPI document; request bodies are checked against
-//! these schemas and parsed into them (`api::conform`, every field error at once), and responses are rendered
-//! from them. Calculate and ingest bodies are read by the engine's own parser (`crate::engine::request`) and
-//! answered by its renderer (`crate::engine::render`); `api::calculate_contract` proves the parser agrees
-//! with `CalculateRequest`.
+//! these schemas and parsed into them (`api::conform`, every field error at once), and responses are built as
+//! them. Calculate and ingest bodies are read by the engine's own parser (`crate::engine::request`) and
+//! answered by its renderer (`crate::engine::render`), the hot path; `api::calculate_contract` proves the
+//! parser agrees with `CalculateRequest` and the renderer writes what `FullCalculation`, `DemoCalculation` and
+//! `NexusAlert` write, byte for byte.
 
 pub mod accounts;
 pub mod billing;
