@@ -5,16 +5,18 @@ use std::sync::Arc;
 use chrono::{Datelike, TimeZone, Utc};
 use poem_openapi::types::ToJSON;
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::auth::SessionAuth;
 use super::context::client_ip;
 use super::error::ApiError;
 use super::keys::{key_view, new_key};
-use super::payload::{Body, Json, JsonText};
+use super::payload::{Body, Json};
 use super::schema::accounts::{
-    Agent, AgentCreated, CreateAgentRequest, JoinedProfile, LoginRequest, LoginResponse, MeResponse, SignupRequest, SignupResponse,
+    AccountView, Agent, AgentCreated, CreateAgentRequest, JoinedProfile, LoginRequest, LoginResponse, MeResponse, RecentTrade,
+    RecentTransaction, SignupRequest, SignupResponse, Usage,
 };
+use super::schema::billing::PlanStanding;
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::error_responses;
@@ -62,7 +64,7 @@ error_responses!(LoginErrors {
 pub enum MeResponses {
     /// The account, its agents, key prefixes, this month's usage, recent transactions and trades.
     #[oai(status = 200)]
-    Ok(JsonText<MeResponse>),
+    Ok(Json<MeResponse>),
 }
 
 error_responses!(MeErrors {
@@ -270,9 +272,9 @@ impl AccountsApi {
         let counts = s.store.month_counts(&account.id, month_ms).await.map_err(ApiError::from)?;
         let statement = crate::billing::Statement::new(&s.plans, &account, month_ms, now_ms, &counts);
         // The tax plan's line: the figures `usage` has always given.
-        let tax = &statement.lines[0];
-        let included = tax.included.unwrap_or(i64::MAX);
-        let statement = statement.to_json();
+        let (tax_plan, calls, included, overage_calls) =
+            statement.lines.first().map_or((String::new(), 0, None, 0), |l| (l.plan.clone(), l.calls, l.included, l.overage_calls));
+        let included = included.unwrap_or(i64::MAX);
         let standing = crate::billing::Standing::of(&account, now_ms);
         let recent = s.store.recent_transactions(&account.id, 10).await.map_err(ApiError::from)?;
         let trades = s
@@ -281,49 +283,66 @@ impl AccountsApi {
             .await
             .map_err(ApiError::from)?;
         let now = Utc.timestamp_millis_opt(s.clock.now_ms()).single().unwrap_or_else(Utc::now);
-        let out = json!({
-            "success": true,
-            "entity": {
-                "entity_id": account.id,
-                "email": account.email,
-                "company_name": account.company_name,
-                "state": account.state,
-                "plan": account.plan,
-                "ein_on_file": account.ein_ciphertext.is_some(),
-                "join_network": account.join_network,
-                "network_visibility": account.network_visibility,
-                "nexus_configured": account.nexus_configured,
-                "created_at": iso(account.created_at),
+        let out = MeResponse {
+            success: true,
+            plans: PlanStanding {
+                tax_plan: account.plan.clone(),
+                gains_plan: account.gains_plan.clone(),
+                status: standing.status().to_string(),
+                past_due_since: account.past_due_since.filter(|_| standing != crate::billing::Standing::Active).map(iso),
+                grace_ends_at: standing.grace_ends_at().map(iso),
             },
-            "agents": agents.iter().map(|a| agent_view(a).to_json()).collect::<Vec<_>>(),
-            "keys": keys.iter().map(|k| super::keys::summary(k).to_json()).collect::<Vec<_>>(),
-            "plans": {
-                "tax_plan": account.plan,
-                "gains_plan": account.gains_plan,
-                "status": standing.status(),
-                "past_due_since": account.past_due_since.filter(|_| standing != crate::billing::Standing::Active).map(iso),
-                "grace_ends_at": standing.grace_ends_at().map(iso),
+            entity: AccountView {
+                ein_on_file: account.ein_ciphertext.is_some(),
+                created_at: iso(account.created_at),
+                entity_id: account.id,
+                email: account.email,
+                company_name: account.company_name,
+                state: account.state,
+                plan: account.plan,
+                join_network: account.join_network,
+                network_visibility: account.network_visibility,
+                nexus_configured: account.nexus_configured,
             },
-            "usage": {
-                "month": format!("{:04}-{:02}", now.year(), now.month()),
-                "plan": statement["products"][0]["plan"],
-                "calls": tax.calls,
-                "included": included,
-                "overage_calls": tax.overage_calls,
-                "remaining": (included - tax.calls).max(0),
-                "products": statement["products"],
-                "overage_usd": statement["overage_usd"],
+            agents: agents.iter().map(agent_view).collect(),
+            keys: keys.iter().map(super::keys::summary).collect(),
+            usage: Usage {
+                month: format!("{:04}-{:02}", now.year(), now.month()),
+                plan: tax_plan,
+                calls,
+                included,
+                overage_calls,
+                remaining: (included - calls).max(0),
+                products: super::billing::usage_lines(&statement),
+                overage_usd: crate::billing::money(statement.overage_usd()),
             },
-            "recent_transactions": recent.iter().map(|t| json!({
-                "transaction_id": t.id, "created_at": iso(t.created_at), "source": t.source, "role": t.role,
-                "buyer_state": t.buyer_state, "counterparty_id": t.counterparty_id, "amount": t.amount, "total_tax": t.total_tax,
-            })).collect::<Vec<_>>(),
-            "recent_trades": trades.iter().map(|t| json!({
-                "trade_id": t.id, "trade_type": t.trade_type, "asset_symbol": t.asset_symbol, "quantity": t.quantity,
-                "price_per_unit": t.price_per_unit, "trade_date": iso(t.trade_date), "realized_gain": t.realized_gain,
-            })).collect::<Vec<_>>(),
-        });
-        Ok(MeResponses::Ok(JsonText::value(&out)))
+            recent_transactions: recent
+                .into_iter()
+                .map(|t| RecentTransaction {
+                    transaction_id: t.id,
+                    created_at: iso(t.created_at),
+                    source: t.source,
+                    role: t.role,
+                    buyer_state: t.buyer_state,
+                    counterparty_id: t.counterparty_id,
+                    amount: t.amount,
+                    total_tax: t.total_tax,
+                })
+                .collect(),
+            recent_trades: trades
+                .into_iter()
+                .map(|t| RecentTrade {
+                    trade_id: t.id,
+                    trade_type: t.trade_type,
+                    asset_symbol: t.asset_symbol,
+                    quantity: t.quantity,
+                    price_per_unit: t.price_per_unit,
+                    trade_date: iso(t.trade_date),
+                    realized_gain: t.realized_gain,
+                })
+                .collect(),
+        };
+        Ok(MeResponses::Ok(Json(out)))
     }
 
     /// Register another agent under the account

@@ -7,15 +7,15 @@ use std::sync::Arc;
 use poem::http::StatusCode;
 use poem_openapi::param::{Header, Query};
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::auth::KeyAuth;
 use super::error::{ApiError, ErrorCode};
-use super::payload::{Body, Json, JsonBody, JsonText};
-use super::schema::billing::{BillingEventAck, CheckoutItem, CheckoutRequest, CheckoutResponse, UsageStatement};
+use super::payload::{Body, Json, JsonBody};
+use super::schema::billing::{BillingEventAck, CheckoutItem, CheckoutRequest, CheckoutResponse, UsageLine, UsageStatement};
 use super::schema::param::{MonthParam, Param};
 use super::{ApiTags, AppState};
-use crate::billing::{month_label, parse_month, Product, Statement};
+use crate::billing::{money, month_label, parse_month, Product, Statement};
 use crate::error_responses;
 use crate::ledger::month_start_ms;
 use crate::payments::checkout::{self as stripe, Prices, ProcessorError};
@@ -48,7 +48,7 @@ error_responses!(CheckoutErrors {
 pub enum WebhookResponses {
     /// The event is taken: applied, recorded without effect, or a redelivery of one taken before.
     #[oai(status = 200)]
-    Ok(JsonText<BillingEventAck>),
+    Ok(Json<BillingEventAck>),
 }
 
 error_responses!(WebhookErrors {
@@ -63,7 +63,7 @@ error_responses!(WebhookErrors {
 pub enum UsageResponses {
     /// The month's statement.
     #[oai(status = 200)]
-    Ok(JsonText<UsageStatement>),
+    Ok(Json<UsageStatement>),
 }
 
 error_responses!(UsageErrors {
@@ -113,6 +113,23 @@ pub fn checkout_items(req: Result<CheckoutRequest, ApiError>, prices: &Prices) -
     } else {
         Err(ApiError::invalid(errors))
     }
+}
+
+/// A statement's lines, per product (also the `products` of GET /api/v1/auth/me's usage).
+pub fn usage_lines(statement: &Statement) -> Vec<UsageLine> {
+    statement
+        .lines
+        .iter()
+        .map(|l| UsageLine {
+            product: l.product.id().to_string(),
+            plan: l.plan.clone(),
+            calls: l.calls,
+            included: l.included,
+            overage_calls: l.overage_calls,
+            overage_usd_per_call: l.overage_usd_per_call.map(|d| d.normalize().to_string()),
+            overage_usd: l.overage_usd.map(money),
+        })
+        .collect()
 }
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Billing")]
@@ -192,9 +209,14 @@ impl BillingApi {
             Applied::Duplicate => (false, true, "this event was taken before; nothing changed".to_string()),
         };
         tracing::info!(event = %event.id, kind = %event.kind, applied, duplicate, outcome = %outcome, "billing event");
-        Ok(WebhookResponses::Ok(JsonText::value(&json!({
-            "received": true, "event_id": event.id, "type": event.kind, "applied": applied, "duplicate": duplicate, "outcome": outcome,
-        }))))
+        Ok(WebhookResponses::Ok(Json(BillingEventAck {
+            received: true,
+            event_id: event.id,
+            kind: event.kind,
+            applied,
+            duplicate,
+            outcome,
+        })))
     }
 
     /// The month's usage statement
@@ -221,10 +243,15 @@ impl BillingApi {
             .into());
         }
         let counts = s.store.month_counts(&owner.entity.id, month_ms).await.map_err(ApiError::from)?;
-        let mut out = serde_json::Map::from_iter([("success".to_string(), json!(true))]);
-        if let Value::Object(statement) = Statement::new(&s.plans, &owner.entity, month_ms, now_ms, &counts).to_json() {
-            out.extend(statement);
-        }
-        Ok(UsageResponses::Ok(JsonText::value(&Value::Object(out))))
+        let statement = Statement::new(&s.plans, &owner.entity, month_ms, now_ms, &counts);
+        Ok(UsageResponses::Ok(Json(UsageStatement {
+            success: true,
+            products: usage_lines(&statement),
+            overage_usd: money(statement.overage_usd()),
+            entity_id: statement.entity_id,
+            email: statement.email,
+            month: statement.month,
+            plan_status: statement.status.to_string(),
+        })))
     }
 }

@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use poem_openapi::param::Query;
+use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::{json, Value};
 
 use super::auth::KeyOrDemo;
 use super::error::ApiError;
-use super::payload::JsonText;
-use super::schema::guides::{BlogCategory, BlogResponse, BlogSlug, OnboardingResponse};
+use super::payload::Json;
+use super::schema::guides::{BlogArticle, BlogCategory, BlogEntry, BlogResponse, BlogSlug, OnboardingResponse, OnboardingStep};
 use super::schema::param::{text, Param};
 use super::{ApiTags, AppState};
 use crate::blog::{self, Article};
@@ -23,7 +23,7 @@ pub struct GuidesApi(pub Arc<AppState>);
 pub enum BlogResponses {
     /// The index, or one article.
     #[oai(status = 200)]
-    Ok(JsonText<BlogResponse>),
+    Ok(Json<BlogResponse>),
 }
 
 error_responses!(BlogErrors {
@@ -36,7 +36,7 @@ error_responses!(BlogErrors {
 pub enum OnboardingResponses {
     /// The steps; with an API key, each with whether the account has done it.
     #[oai(status = 200)]
-    Ok(JsonText<OnboardingResponse>),
+    Ok(Json<OnboardingResponse>),
 }
 
 error_responses!(OnboardingErrors {
@@ -45,8 +45,14 @@ error_responses!(OnboardingErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE: the database does not answer; retry.",
 });
 
-fn entry(a: &Article) -> Value {
-    json!({"slug": a.slug, "title": a.title, "category": a.category, "date": a.date.to_string(), "summary": a.summary})
+fn entry(a: &Article) -> BlogEntry {
+    BlogEntry {
+        slug: a.slug.clone(),
+        title: a.title.clone(),
+        category: a.category.clone(),
+        date: a.date.to_string(),
+        summary: a.summary.clone(),
+    }
 }
 
 /// The steps of getting started: (id, title, method, path, what to do).
@@ -130,21 +136,16 @@ impl GuidesApi {
                     .iter()
                     .find(|a| a.slug == s && in_category(a))
                     .ok_or_else(|| ApiError::not_found(format!("no article has the slug `{s}` (in that category, when one is given)")))?;
-                let mut article = entry(a);
-                article["format"] = json!("markdown");
-                article["body"] = json!(a.body);
-                json!({"success": true, "article": article})
+                let BlogEntry { slug, title, category, date, summary } = entry(a);
+                let article = BlogArticle { slug, title, category, date, summary, format: "markdown".into(), body: a.body.clone() };
+                BlogResponse { success: true, count: None, articles: None, category: None, article: Some(article) }
             }
             (None, category) => {
-                let list: Vec<Value> = articles.iter().filter(|a| in_category(a)).map(entry).collect();
-                let mut body = json!({"success": true, "count": list.len(), "articles": list});
-                if let Some(c) = category {
-                    body["category"] = json!(c);
-                }
-                body
+                let list: Vec<BlogEntry> = articles.iter().filter(|a| in_category(a)).map(entry).collect();
+                BlogResponse { success: true, count: Some(list.len() as u32), articles: Some(list), category, article: None }
             }
         };
-        Ok(BlogResponses::Ok(JsonText::value(&body)))
+        Ok(BlogResponses::Ok(Json(body)))
     }
 
     /// Getting started: the steps, and with an API key your progress
@@ -179,20 +180,33 @@ impl GuidesApi {
                 ])
             }
         };
-        let mut steps = Vec::new();
-        for (i, (id, title, method, path, description)) in STEPS.iter().enumerate() {
-            let mut step = json!({"step": i + 1, "id": id, "title": title, "method": method, "path": path, "description": description});
-            if let Some(p) = &progress {
-                step["done"] = json!(p[i].0);
-                step["progress"] = json!(p[i].1);
-            }
-            steps.push(step);
-        }
-        let mut body = json!({"success": true, "personalized": progress.is_some(), "steps": steps});
-        if let Some(p) = &progress {
-            body["completed"] = json!(p.iter().filter(|x| x.0).count());
-            body["next_step"] = json!(p.iter().position(|x| !x.0).map(|i| STEPS[i].0));
-        }
-        Ok(OnboardingResponses::Ok(JsonText::value(&body)))
+        let steps = STEPS
+            .iter()
+            .enumerate()
+            .map(|(i, (id, title, method, path, description))| {
+                let own = progress.as_ref().and_then(|p| p.get(i));
+                OnboardingStep {
+                    step: i as u32 + 1,
+                    id: id.to_string(),
+                    title: title.to_string(),
+                    method: method.to_string(),
+                    path: path.to_string(),
+                    description: description.to_string(),
+                    done: own.map(|o| o.0),
+                    progress: own.map(|o| o.1.clone()),
+                }
+            })
+            .collect();
+        Ok(OnboardingResponses::Ok(Json(OnboardingResponse {
+            success: true,
+            personalized: progress.is_some(),
+            steps,
+            completed: progress.as_ref().map(|p| p.iter().filter(|x| x.0).count() as u32),
+            // Absent without a key; null with one when every step is done.
+            next_step: match &progress {
+                None => MaybeUndefined::Undefined,
+                Some(p) => MaybeUndefined::from_opt_null(p.iter().zip(STEPS).find(|(x, _)| !x.0).map(|(_, s)| s.0.to_string())),
+            },
+        })))
     }
 }

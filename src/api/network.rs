@@ -8,13 +8,15 @@ use std::sync::Arc;
 
 use poem_openapi::param::Query;
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::{json, Value};
 
 use super::auth::KeyAuth;
 use super::context::client_ip;
 use super::error::ApiError;
-use super::payload::{Body, Json, JsonText};
-use super::schema::network::{DirectoryAnswer, FeedPage, NetworkProfileRequest, NetworkProfileResponse, OwnPrincipal, OwnProfile};
+use super::payload::{Body, Json};
+use super::schema::network::{
+    DirectoryAnswer, DirectoryPage, DirectoryProfile, FeedEvent, FeedPage, NetworkProfileRequest, NetworkProfileResponse, OwnPrincipal,
+    OwnProfile, PublicPrincipal, PublicProfile,
+};
 use super::schema::param::{AgentIdParam, PageNumber, Param, ShortText, WorkTypeFilter, MAX_PAGE};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
@@ -28,14 +30,6 @@ pub struct NetworkApi(pub Arc<AppState>);
 /// Profiles per page of the directory and the feed (the spec's directory page).
 pub const PER_PAGE: u64 = 20;
 
-fn opt_state(s: &str) -> Value {
-    if s.is_empty() {
-        Value::Null
-    } else {
-        json!(s)
-    }
-}
-
 fn has_principal(p: &network_profile::Model) -> bool {
     p.principal_legal_name.is_some()
         || p.principal_entity_type.is_some()
@@ -46,16 +40,23 @@ fn has_principal(p: &network_profile::Model) -> bool {
 }
 
 /// A profile as anyone may see it: no visibility, no contact email, no EIN digits.
-pub fn public_view(p: &network_profile::Model) -> Value {
-    let principal = has_principal(p).then(|| {
-        json!({"legal_name": p.principal_legal_name, "entity_type": p.principal_entity_type,
-               "state_of_incorporation": p.principal_state, "is_business": p.principal_is_business})
+pub fn public_view(p: &network_profile::Model) -> PublicProfile {
+    let principal = has_principal(p).then(|| PublicPrincipal {
+        legal_name: p.principal_legal_name.clone(),
+        entity_type: p.principal_entity_type.clone(),
+        state_of_incorporation: p.principal_state.clone(),
+        is_business: p.principal_is_business,
     });
-    json!({
-        "agent_id": p.agent_id, "entity_name": p.entity_name, "entity_state": opt_state(&p.entity_state),
-        "work_type": p.work_type, "description": p.description, "principal": principal,
-        "joined_at": iso(p.created_at), "updated_at": iso(p.updated_at),
-    })
+    PublicProfile {
+        agent_id: p.agent_id.clone(),
+        entity_name: p.entity_name.clone(),
+        entity_state: (!p.entity_state.is_empty()).then(|| p.entity_state.clone()),
+        work_type: p.work_type.clone(),
+        description: p.description.clone(),
+        principal,
+        joined_at: iso(p.created_at),
+        updated_at: iso(p.updated_at),
+    }
 }
 
 /// A profile as its owner sees it.
@@ -159,7 +160,7 @@ error_responses!(GetProfileErrors {
 pub enum DirectoryResponses {
     /// One public profile (agent_id given), or a page of them.
     #[oai(status = 200)]
-    Ok(JsonText<DirectoryAnswer>),
+    Ok(Json<DirectoryAnswer>),
 }
 
 error_responses!(DirectoryErrors {
@@ -174,7 +175,7 @@ error_responses!(DirectoryErrors {
 pub enum FeedResponses {
     /// A page of the feed.
     #[oai(status = 200)]
-    Ok(JsonText<FeedPage>),
+    Ok(Json<FeedPage>),
 }
 
 error_responses!(FeedErrors {
@@ -245,7 +246,7 @@ impl NetworkApi {
             let Some(p) = s.store.public_profile(&a).await.map_err(ApiError::from)? else {
                 return Err(ApiError::not_found(format!("no public network profile has agent_id {a}")).into());
             };
-            return Ok(DirectoryResponses::Ok(JsonText::value(&json!({"success": true, "profile": public_view(&p)}))));
+            return Ok(DirectoryResponses::Ok(Json(DirectoryAnswer::One(DirectoryProfile { success: true, profile: public_view(&p) }))));
         }
         let page = page_of(page.0.as_ref().map(|p| p.0.as_str()))?;
         let search = search.0.map(|p| p.0);
@@ -255,9 +256,12 @@ impl NetworkApi {
         let work_type = work_type.0.map(|p| p.0).filter(|w| WORK_TYPES.contains(&w.as_str()));
         let q = DirectoryQuery { work_type, search, page, per_page: PER_PAGE };
         let (rows, total) = s.store.directory(&q).await.map_err(ApiError::from)?;
-        Ok(DirectoryResponses::Ok(JsonText::value(&json!({
-            "success": true, "page": page + 1, "per_page": PER_PAGE, "total": total,
-            "profiles": rows.iter().map(public_view).collect::<Vec<_>>(),
+        Ok(DirectoryResponses::Ok(Json(DirectoryAnswer::Page(DirectoryPage {
+            success: true,
+            page: page + 1,
+            per_page: PER_PAGE,
+            total,
+            profiles: rows.iter().map(public_view).collect(),
         }))))
     }
 
@@ -271,7 +275,7 @@ impl NetworkApi {
         s.check_network_read(&client_ip()).await?;
         let page = page_of(page.0.as_ref().map(|p| p.0.as_str()))?;
         let events = s.store.feed(page, PER_PAGE).await.map_err(ApiError::from)?;
-        let events: Vec<Value> = events.iter().map(|(e, p)| json!({"event": e.kind, "at": iso(e.at), "profile": public_view(p)})).collect();
-        Ok(FeedResponses::Ok(JsonText::value(&json!({"success": true, "page": page + 1, "per_page": PER_PAGE, "events": events}))))
+        let events = events.iter().map(|(e, p)| FeedEvent { event: e.kind.clone(), at: iso(e.at), profile: public_view(p) }).collect();
+        Ok(FeedResponses::Ok(Json(FeedPage { success: true, page: page + 1, per_page: PER_PAGE, events })))
     }
 }

@@ -10,17 +10,17 @@ use poem::http::StatusCode;
 use poem_openapi::param::{Header, Query};
 use poem_openapi::{ApiResponse, OpenApi};
 use rust_decimal::Decimal;
-use serde_json::{json, Value};
 
 use super::accounts::blocking;
 use super::auth::PartnerAuth;
 use super::context::set_header;
 use super::error::{ApiError, ErrorCode};
 use super::keys::new_key;
-use super::payload::{Body, Json, JsonText};
+use super::payload::{Body, Json};
 use super::schema::param::{ClaimToken, IsoDate, Param, PerUserCap, ShortText};
 use super::schema::partners::{
-    ClaimRequest, ClaimResponse, PartnerEventAck, PartnerEventBody, PartnerRevshare, PartnerUsage, ProvisionRequest, ProvisionResponse,
+    ClaimRequest, ClaimResponse, EntityShare, PartnerEventAck, PartnerEventBody, PartnerRef, PartnerRevshare, PartnerUsage, PeriodView,
+    ProvisionRequest, ProvisionResponse, RevsharePartner, RevshareTotals, UsagePagination, UsageTotals, UserUsage,
 };
 use super::{ApiTags, AppState};
 use crate::clock::iso;
@@ -195,8 +195,8 @@ fn period_of(from: Query<Option<Param<IsoDate>>>, to: Query<Option<Param<IsoDate
     Period::parse(from.0.as_ref().map(|p| p.0.as_str()), to.0.as_ref().map(|p| p.0.as_str()), now_ms).map_err(ApiError::invalid)
 }
 
-fn period_view(p: &Period) -> Value {
-    json!({"from": p.from.to_string(), "to": p.to.to_string()})
+fn period_view(p: &Period) -> PeriodView {
+    PeriodView { from: p.from.to_string(), to: p.to.to_string() }
 }
 
 #[derive(ApiResponse)]
@@ -238,7 +238,7 @@ error_responses!(ClaimErrors {
 pub enum UsageResponses {
     /// The period's usage.
     #[oai(status = 200)]
-    Ok(JsonText<PartnerUsage>),
+    Ok(Json<PartnerUsage>),
 }
 
 error_responses!(UsageErrors {
@@ -255,7 +255,7 @@ error_responses!(UsageErrors {
 pub enum RevshareResponses {
     /// The period's revenue share.
     #[oai(status = 200)]
-    Ok(JsonText<PartnerRevshare>),
+    Ok(Json<PartnerRevshare>),
 }
 
 error_responses!(RevshareErrors {
@@ -430,10 +430,14 @@ impl PartnersApi {
             free += f;
             billable += b;
             if per_user.len() < cap {
-                per_user.push(json!({
-                    "external_id": u.external_id, "partner_user_id": u.id, "calls": f + b, "free": f, "billable": b,
-                    "cost_usd": terms::money(price * Decimal::from(b)),
-                }));
+                per_user.push(UserUsage {
+                    external_id: u.external_id.clone(),
+                    partner_user_id: u.id.clone(),
+                    calls: f + b,
+                    free: f,
+                    billable: b,
+                    cost_usd: terms::money(price * Decimal::from(b)),
+                });
             }
         }
         let truncated = users.len() > cap;
@@ -444,16 +448,24 @@ impl PartnersApi {
                 users.len()
             )
         });
-        Ok(UsageResponses::Ok(JsonText::value(&json!({
-            "partner": {"id": p.id, "slug": p.slug},
-            "period": period_view(&period),
-            "totals": {
-                "calls": calls, "free_tier_calls": free, "billable_calls": billable,
-                "wholesale_cost_usd": terms::money(price * Decimal::from(billable)), "total_users": users.len(),
+        Ok(UsageResponses::Ok(Json(PartnerUsage {
+            partner: PartnerRef { id: p.id, slug: p.slug },
+            period: period_view(&period),
+            totals: UsageTotals {
+                calls,
+                free_tier_calls: free,
+                billable_calls: billable,
+                wholesale_cost_usd: terms::money(price * Decimal::from(billable)),
+                total_users: users.len() as i64,
             },
-            "pagination": {"per_user_returned": per_user.len(), "per_user_cap": cap, "truncated": truncated, "truncation_note": note},
-            "per_user": per_user,
-        }))))
+            pagination: UsagePagination {
+                per_user_returned: per_user.len() as i64,
+                per_user_cap: cap as i64,
+                truncated,
+                truncation_note: note,
+            },
+            per_user,
+        })))
     }
 
     /// A partner's revenue share
@@ -499,18 +511,31 @@ impl PartnersApi {
             let payout = mrr * pct / Decimal::from(100) * Decimal::from(months);
             mrr_total += mrr;
             payout_total += payout;
-            per_entity.push(json!({
-                "external_id": u.external_id, "partner_user_id": u.id, "entity_id": u.entity_id,
-                "revshare_pct": pct.normalize().to_string(), "mrr_usd": terms::money(mrr), "payout_usd": terms::money(payout),
-                "window_ends_at": iso(terms::window_end_ms(first)),
-            }));
+            per_entity.push(EntityShare {
+                external_id: u.external_id.clone(),
+                partner_user_id: u.id.clone(),
+                entity_id: u.entity_id.clone(),
+                revshare_pct: pct.normalize().to_string(),
+                mrr_usd: terms::money(mrr),
+                payout_usd: terms::money(payout),
+                window_ends_at: iso(terms::window_end_ms(first)),
+            });
         }
-        Ok(RevshareResponses::Ok(JsonText::value(&json!({
-            "partner": {"id": p.id, "slug": p.slug, "revshare_pct": decimal(&p.revshare_pct).normalize().to_string(), "revshare_triggered_at": triggered.map(iso)},
-            "period": period_view(&period),
-            "totals": {"attributed_entities": per_entity.len(), "attributed_mrr_usd": terms::money(mrr_total), "payout_usd": terms::money(payout_total)},
-            "per_entity": per_entity,
-        }))))
+        Ok(RevshareResponses::Ok(Json(PartnerRevshare {
+            partner: RevsharePartner {
+                revshare_pct: decimal(&p.revshare_pct).normalize().to_string(),
+                revshare_triggered_at: triggered.map(iso),
+                id: p.id,
+                slug: p.slug,
+            },
+            period: period_view(&period),
+            totals: RevshareTotals {
+                attributed_entities: per_entity.len() as i64,
+                attributed_mrr_usd: terms::money(mrr_total),
+                payout_usd: terms::money(payout_total),
+            },
+            per_entity,
+        })))
     }
 
     /// A partner's signed events

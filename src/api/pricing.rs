@@ -4,12 +4,11 @@
 use std::sync::Arc;
 
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::{json, Value};
 
-use super::payload::JsonText;
-use super::schema::pricing::PricingResponse;
+use super::payload::Json;
+use super::schema::number::Exact;
+use super::schema::pricing::{OveragePolicy, PayPerCallOption, PricingResponse, PricingTier};
 use super::{ApiTags, AppState};
-use crate::engine::render::num;
 use crate::error_responses;
 use crate::plans::Plans;
 
@@ -19,57 +18,53 @@ pub struct PricingApi(pub Arc<AppState>);
 #[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
 pub enum PricingReply {
     #[oai(status = 200)]
-    Ok(JsonText<PricingResponse>),
+    Ok(Json<PricingResponse>),
 }
 
 error_responses!(PricingErrors {
     400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",
 });
 
-/// The PricingResponse body of `plans`.
 /// The pricing document: the plans file, with each tier's price id for checkout on this server (the tax
 /// product's, from LEVY_STRIPE_PRICES; null where none is configured).
-pub fn pricing_json(plans: &Plans, prices: &crate::payments::checkout::Prices) -> Value {
-    let tiers: Vec<Value> = plans
+pub fn pricing(plans: &Plans, prices: &crate::payments::checkout::Prices) -> PricingResponse {
+    let tiers = plans
         .tiers
         .iter()
         .map(|p| {
             let mut features = p.features.clone();
             features.push(p.reports_allowance());
-            let mut t = json!({
-                "id": p.id,
-                "name": p.name,
-                "price_usd_monthly": p.price_usd_monthly.map(num),
-                "monthly_calls_included": p.monthly_calls,
-                "overage_usd_per_call": p.overage.price().map(num),
-                "overage_policy": p.overage.policy(),
-                "features": features,
-                "stripe_price_id": prices.price(crate::billing::Product::Tax, &p.id),
-            });
-            if let Some(contact) = &p.contact {
-                t["contact"] = json!(contact);
+            PricingTier {
+                id: p.id.clone(),
+                name: p.name.clone(),
+                price_usd_monthly: p.price_usd_monthly.map(Exact::of),
+                monthly_calls_included: p.monthly_calls,
+                overage_usd_per_call: p.overage.price().map(Exact::of),
+                overage_policy: OveragePolicy(p.overage.policy().to_string()),
+                features,
+                stripe_price_id: prices.price(crate::billing::Product::Tax, &p.id).map(str::to_string),
+                contact: p.contact.clone(),
             }
-            t
         })
         .collect();
     let ppc = &plans.pay_per_call;
-    json!({
-        "schema_version": plans.schema_version,
-        "updated_at": plans.updated_at.to_string(),
-        "currency": plans.currency,
-        "tiers": tiers,
-        "pay_per_call": {
-            "id": ppc.id,
-            "name": ppc.name,
-            "price_usd_per_call": num(ppc.price_usd_per_call),
-            "network": ppc.network,
-            "payee": ppc.payee,
-            "facilitator": ppc.facilitator,
-            "notes": ppc.notes,
+    PricingResponse {
+        schema_version: plans.schema_version.clone(),
+        updated_at: plans.updated_at.to_string(),
+        currency: plans.currency.clone(),
+        tiers,
+        pay_per_call: PayPerCallOption {
+            id: ppc.id.clone(),
+            name: ppc.name.clone(),
+            price_usd_per_call: Exact::of(ppc.price_usd_per_call),
+            network: ppc.network.clone(),
+            payee: ppc.payee.clone(),
+            facilitator: ppc.facilitator.clone(),
+            notes: ppc.notes.clone(),
         },
-        "billing_provider": plans.billing_provider,
-        "docs": plans.docs,
-    })
+        billing_provider: plans.billing_provider.clone(),
+        docs: plans.docs.clone(),
+    }
 }
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Guide")]
@@ -81,6 +76,6 @@ impl PricingApi {
     /// enforces is the one published here. No key needed.
     #[oai(path = "/pricing", method = "get", operation_id = "pricing")]
     async fn pricing(&self) -> Result<PricingReply, PricingErrors> {
-        Ok(PricingReply::Ok(JsonText::value(&pricing_json(&self.0.plans, &self.0.billing.prices))))
+        Ok(PricingReply::Ok(Json(pricing(&self.0.plans, &self.0.billing.prices))))
     }
 }

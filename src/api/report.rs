@@ -10,17 +10,21 @@ use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use poem::http::StatusCode;
 use poem_openapi::{ApiResponse, OpenApi};
 use rust_decimal::Decimal;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::auth::KeyAuth;
 use super::error::{ApiError, ErrorCode};
 use super::ledger::EXTRA_FIELDS;
-use super::payload::JsonText;
-use super::schema::guides::OptimizationReport;
+use super::payload::Json;
+use super::schema::guides::{
+    ConservativeCalculation, FactReading, FactValueTotal, MissingFactOfCalculation, MissingFactTotal, OptimizationReport, ReportAllowance,
+    ReportWindow, UncollectedNoNexus, UncollectedState, Vendor1099, Vendors1099,
+};
+use super::schema::number::{Exact, Usd};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::engine::missing::what_if;
-use crate::engine::render::{money, num, DISCLAIMER};
+use crate::engine::render::DISCLAIMER;
 use crate::engine::{parse_request, Input};
 use crate::error_responses;
 use crate::rules::registry::in_force;
@@ -40,7 +44,7 @@ const VENDOR_NEAR_PERCENT: i64 = 80;
 pub enum ReportResponses {
     /// The report; this run is counted against the month's allowance.
     #[oai(status = 200)]
-    Ok(JsonText<OptimizationReport>),
+    Ok(Json<OptimizationReport>),
 }
 
 error_responses!(ReportErrors {
@@ -135,38 +139,54 @@ impl ReportApi {
             }
         }
 
-        let missing_facts: Vec<Value> = totals
+        let missing_facts = totals
             .into_iter()
-            .map(|(fact, t)| {
-                json!({
-                    "fact": fact, "field": t.field, "advisory": t.advisory, "transactions": t.transactions,
-                    "by_value": t.by_value.iter().map(|(v, total, due)| json!({"value": v, "total_tax_change": money(*total), "tax_due_change": money(*due)})).collect::<Vec<_>>(),
-                })
+            .map(|(fact, t)| MissingFactTotal {
+                fact,
+                field: t.field,
+                advisory: t.advisory,
+                transactions: t.transactions,
+                by_value: t
+                    .by_value
+                    .into_iter()
+                    .map(|(value, total, due)| FactValueTotal {
+                        value,
+                        total_tax_change: Usd::cents(total),
+                        tax_due_change: Usd::cents(due),
+                    })
+                    .collect(),
             })
             .collect();
-        let uncollected_states: Vec<Value> = uncollected
-            .iter()
-            .map(
-                |(state, u)| json!({"state": state, "transactions": u.transactions, "sales": money(u.sales), "tax_if_nexus": money(u.tax)}),
-            )
-            .collect();
-        let body = json!({
-            "success": true,
-            "as_of": today.to_string(),
-            "allowance": {"plan": plan.id, "reports_per_month": allowance, "used": used, "remaining": (allowance - used).max(0)},
-            "window": {"from": year_start.to_string(), "to": today.to_string(), "transactions_examined": rows.len(), "limit": LEDGER_LIMIT},
-            "nexus_alerts": alerts,
-            "missing_facts": missing_facts,
-            "conservative_calculations": listed,
-            "vendors_1099": self.vendors(&account.id, today).await?,
-            "uncollected_no_nexus": {
-                "transactions": uncollected.values().map(|u| u.transactions).sum::<u32>(),
-                "tax_if_nexus": money(uncollected.values().map(|u| u.tax).sum()),
-                "states": uncollected_states,
+        let uncollected_no_nexus = UncollectedNoNexus {
+            transactions: uncollected.values().map(|u| u.transactions).sum(),
+            tax_if_nexus: Usd::cents(uncollected.values().map(|u| u.tax).sum()),
+            states: uncollected
+                .into_iter()
+                .map(|(state, u)| UncollectedState {
+                    state,
+                    transactions: u.transactions,
+                    sales: Usd::cents(u.sales),
+                    tax_if_nexus: Usd::cents(u.tax),
+                })
+                .collect(),
+        };
+        Ok(ReportResponses::Ok(Json(OptimizationReport {
+            success: true,
+            as_of: today.to_string(),
+            allowance: ReportAllowance { plan: plan.id.clone(), reports_per_month: allowance, used, remaining: (allowance - used).max(0) },
+            window: ReportWindow {
+                from: year_start.to_string(),
+                to: today.to_string(),
+                transactions_examined: rows.len() as u32,
+                limit: LEDGER_LIMIT as u32,
             },
-            "disclaimer": DISCLAIMER,
-        });
-        Ok(ReportResponses::Ok(JsonText::value(&body)))
+            nexus_alerts: alerts,
+            missing_facts,
+            conservative_calculations: listed,
+            vendors_1099: self.vendors(&account.id, today).await?,
+            uncollected_no_nexus,
+            disclaimer: DISCLAIMER.to_string(),
+        })))
     }
 }
 
@@ -178,7 +198,7 @@ impl ReportApi {
         row: &transaction::Model,
         nexus: Option<&BTreeMap<usize, bool>>,
         totals: &mut BTreeMap<String, FactTotal>,
-    ) -> Option<Value> {
+    ) -> Option<ConservativeCalculation> {
         let mut request: Map<String, Value> = serde_json::from_str(&row.request).ok()?;
         for f in EXTRA_FIELDS {
             request.remove(*f);
@@ -206,57 +226,65 @@ impl ReportApi {
                     v.1 += dt;
                     v.2 += dd;
                 }
-                readings.push(json!({
-                    "value": r.value, "total_tax": money(r.total_tax), "tax_due": money(r.tax_due),
-                    "total_tax_change": money(dt), "tax_due_change": money(dd),
-                }));
+                readings.push(FactReading {
+                    value: r.value.to_string(),
+                    total_tax: Usd::cents(r.total_tax),
+                    tax_due: Usd::cents(r.tax_due),
+                    total_tax_change: Usd::cents(dt),
+                    tax_due_change: Usd::cents(dd),
+                });
             }
-            missing.push(json!({"fact": m.fact.name(), "field": m.field, "advisory": m.advisory, "readings": readings}));
+            missing.push(MissingFactOfCalculation {
+                fact: m.fact.name().to_string(),
+                field: m.field.clone(),
+                advisory: m.advisory.clone(),
+                readings,
+            });
         }
-        Some(json!({
-            "transaction_id": row.id,
-            "created_at": iso(row.created_at),
-            "role": row.role,
-            "buyer_state": row.buyer_state,
-            "transaction_type": w.answer.transaction_type,
-            "amount": num(request.amount.normalize()),
-            "total_tax": money(base_total),
-            "tax_due": money(base_due),
-            "missing": missing,
-        }))
+        Some(ConservativeCalculation {
+            transaction_id: row.id.clone(),
+            created_at: iso(row.created_at),
+            role: row.role.clone(),
+            buyer_state: row.buyer_state.clone(),
+            transaction_type: w.answer.transaction_type.to_string(),
+            amount: Exact::normalized(request.amount),
+            total_tax: Usd::cents(base_total),
+            tax_due: Usd::cents(base_due),
+            missing,
+        })
     }
 
-    /// Counterparties at 80% or more of this tax year's 1099 threshold.
-    async fn vendors(&self, entity_id: &str, today: NaiveDate) -> Result<Value, ApiError> {
+    /// Counterparties at 80% or more of this tax year's 1099 threshold; `None` when no threshold is in force.
+    async fn vendors(&self, entity_id: &str, today: NaiveDate) -> Result<Option<Vendors1099>, ApiError> {
         let s = &self.0;
         let Some(t) = in_force(&s.registry.information_returns, today) else {
-            return Ok(Value::Null);
+            return Ok(None);
         };
         let threshold = t.value.threshold;
         let near = threshold * Decimal::from(VENDOR_NEAR_PERCENT) / Decimal::from(100);
         let rows = s.store.vendor_totals(entity_id, today.year()).await?;
-        let vendors: Vec<Value> = rows
+        let vendors = rows
             .iter()
             .map(|r| (r, Decimal::new(r.total_micros, 6)))
             .filter(|(_, total)| *total >= near)
             .map(|(r, total)| {
                 let percent = if threshold.is_zero() { Decimal::ZERO } else { (total * Decimal::from(100) / threshold).round_dp(1) };
-                json!({
-                    "counterparty_id": r.counterparty_id,
-                    "total": money(total),
-                    "payments": r.payments,
-                    "percent_of_threshold": num(percent.normalize()),
-                    "threshold_reached": total >= threshold,
-                })
+                Vendor1099 {
+                    counterparty_id: r.counterparty_id.clone(),
+                    total: Usd::cents(total),
+                    payments: r.payments,
+                    percent_of_threshold: Exact::normalized(percent),
+                    threshold_reached: total >= threshold,
+                }
             })
             .collect();
-        Ok(json!({
-            "tax_year": today.year(),
-            "threshold": money(threshold),
-            "form": t.value.form,
-            "listed_from_percent": VENDOR_NEAR_PERCENT,
-            "citation": t.citation.cite,
-            "vendors": vendors,
+        Ok(Some(Vendors1099 {
+            tax_year: today.year(),
+            threshold: Usd::cents(threshold),
+            form: t.value.form.clone(),
+            listed_from_percent: VENDOR_NEAR_PERCENT,
+            citation: t.citation.cite.clone(),
+            vendors,
         }))
     }
 }

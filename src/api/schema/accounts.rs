@@ -1,7 +1,6 @@
 //! Signup, login, the account view, agents and API keys (interface spec: "Account resources").
 
 use poem_openapi::{Enum, Object};
-use serde_json::Value;
 
 use super::calculate::WorkType;
 
@@ -221,19 +220,62 @@ pub struct Usage {
     pub overage_usd: String,
 }
 
+/// The account as its owner sees it (never the EIN).
 #[derive(Object)]
 pub struct AccountView {
     pub entity_id: String,
+    /// The email it logs in with.
     pub email: String,
+    /// Empty when none was given.
     pub company_name: String,
+    /// Two-letter state code, or empty.
     pub state: String,
+    /// The tax plan held (a tier id of GET /api/v1/pricing).
     pub plan: String,
     /// True when an EIN is on file (it is never shown).
     pub ein_on_file: bool,
+    /// Whether the signup asked to join the agent network.
     pub join_network: bool,
+    /// `public` or `private`.
     pub network_visibility: String,
+    /// True once the account has said where it has nexus (POST /api/v1/nexus).
     pub nexus_configured: bool,
+    /// ISO 8601, UTC.
     pub created_at: String,
+}
+
+/// A ledger entry, summarized.
+#[derive(Object)]
+pub struct RecentTransaction {
+    pub transaction_id: String,
+    /// When it was recorded (ISO 8601, UTC).
+    pub created_at: String,
+    /// `calculate` (a keyed calculate call) or `ingest` (an ingested record).
+    pub source: String,
+    /// seller or buyer.
+    pub role: String,
+    pub buyer_state: String,
+    pub counterparty_id: String,
+    /// The amount (USD) as recorded, as decimal text.
+    pub amount: String,
+    /// The total tax (USD) as recorded, as decimal text.
+    pub total_tax: String,
+}
+
+/// A recorded trade, summarized. Quantities and amounts are exact decimal text.
+#[derive(Object)]
+pub struct RecentTrade {
+    pub trade_id: String,
+    /// buy or sell.
+    pub trade_type: String,
+    pub asset_symbol: String,
+    pub quantity: String,
+    /// USD per unit.
+    pub price_per_unit: String,
+    /// ISO 8601, UTC.
+    pub trade_date: String,
+    /// The gain or loss a sale realized (USD); null for a buy.
+    pub realized_gain: Option<String>,
 }
 
 /// GET /api/v1/auth/me.
@@ -246,8 +288,8 @@ pub struct MeResponse {
     /// The plans held, and whether they are paid up.
     pub plans: super::billing::PlanStanding,
     pub usage: Usage,
-    /// The ten most recent ledger entries (summaries).
-    pub recent_transactions: Vec<Value>,
-    /// The ten most recent trades by trade date (trade_id, trade_type, asset_symbol, quantity, price_per_unit, trade_date, realized_gain as exact decimal text).
-    pub recent_trades: Vec<Value>,
+    /// The ten most recent ledger entries, newest first.
+    pub recent_transactions: Vec<RecentTransaction>,
+    /// The ten most recent trades by trade date.
+    pub recent_trades: Vec<RecentTrade>,
 }

@@ -44,27 +44,35 @@ pub struct NetworkProfileRequest {
     pub principal: Option<NetworkPrincipalRequest>,
 }
 
-/// A principal as the directory shows it.
+/// A principal as the directory shows it: no contact email, no EIN digits.
 #[derive(Object)]
 pub struct PublicPrincipal {
     pub legal_name: Option<String>,
+    /// llc, c_corp, sole_prop, …
     pub entity_type: Option<String>,
+    /// Two-letter state code.
     pub state_of_incorporation: Option<String>,
+    /// Whether the principal is a business (calculate's `b2b_detection` reads it).
     pub is_business: Option<bool>,
 }
 
 /// A public profile (directory, feed, calculate's `network_profile`).
 #[derive(Object)]
 pub struct PublicProfile {
+    /// The agent's id on the network: what callers name as `counterparty_id`.
     pub agent_id: String,
     pub entity_name: String,
-    /// Null for a profile made at signup without a state.
+    /// Two-letter state code; null for a profile made at signup without a state.
     pub entity_state: Option<String>,
+    /// compute, research, …; null when none was given.
     pub work_type: Option<String>,
+    /// Empty when none was given.
     pub description: String,
+    /// Null when the profile names no principal.
     pub principal: Option<PublicPrincipal>,
-    /// When it joined and last changed (ISO 8601).
+    /// When it joined (ISO 8601).
     pub joined_at: String,
+    /// When it last changed (ISO 8601).
     pub updated_at: String,
 }
 
@@ -146,7 +154,10 @@ pub struct FeedEvent {
 #[derive(Object)]
 pub struct FeedPage {
     pub success: bool,
+    /// 1-based.
     pub page: u64,
+    /// 20.
     pub per_page: u64,
+    /// Newest first.
     pub events: Vec<FeedEvent>,
 }

@@ -79,8 +79,11 @@ pub struct PeriodView {
 /// Usage totals over all the partner's users.
 #[derive(Object)]
 pub struct UsageTotals {
+    /// Ledger rows of the period: keyed calculate calls and ingested records.
     pub calls: i64,
+    /// Calls within each user's free calls of their calendar month.
     pub free_tier_calls: i64,
+    /// Calls past them, billed at the partner's wholesale price.
     pub billable_calls: i64,
     /// Billable calls at the partner's wholesale price: a decimal string with 6 places.
     pub wholesale_cost_usd: String,
@@ -91,10 +94,14 @@ pub struct UsageTotals {
 /// One user's usage.
 #[derive(Object)]
 pub struct UserUsage {
+    /// The partner's id for its user.
     pub external_id: String,
+    /// `pu_…`.
     pub partner_user_id: String,
     pub calls: i64,
+    /// Calls within the free calls of their month.
     pub free: i64,
+    /// Calls past them.
     pub billable: i64,
     /// A decimal string with 6 places.
     pub cost_usd: String,
@@ -103,9 +110,11 @@ pub struct UserUsage {
 /// How much of `per_user` was returned.
 #[derive(Object)]
 pub struct UsagePagination {
+    /// Users listed in `per_user`.
     pub per_user_returned: i64,
     /// 5000 unless the query's `per_user_cap` is lower.
     pub per_user_cap: i64,
+    /// True when the partner has more users than `per_user` lists.
     pub truncated: bool,
     /// Why the list is short, when it is; null otherwise.
     pub truncation_note: Option<String>,
@@ -117,9 +126,9 @@ pub struct PartnerUsage {
     pub partner: PartnerRef,
     pub period: PeriodView,
     pub totals: UsageTotals,
+    pub pagination: UsagePagination,
     /// In the order the users were provisioned.
     pub per_user: Vec<UserUsage>,
-    pub pagination: UsagePagination,
 }
 
 /// A partner with its current revenue share.
@@ -136,17 +145,22 @@ pub struct RevsharePartner {
 /// Revenue-share totals over the accounts contributing in the period.
 #[derive(Object)]
 pub struct RevshareTotals {
+    /// Accounts contributing in the period (those listed in `per_entity`).
     pub attributed_entities: i64,
-    /// Decimal strings with 6 places.
+    /// The sum of their `mrr_usd` (decimal string, 6 places).
     pub attributed_mrr_usd: String,
+    /// The sum of their `payout_usd` (decimal string, 6 places).
     pub payout_usd: String,
 }
 
 /// One account's share.
 #[derive(Object)]
 pub struct EntityShare {
+    /// The partner's id for its user.
     pub external_id: String,
+    /// `pu_…`.
     pub partner_user_id: String,
+    /// The account (`ent_…`).
     pub entity_id: String,
     /// Locked at the account's first upgrade (percent, decimal string).
     pub revshare_pct: String,
@@ -164,6 +178,7 @@ pub struct PartnerRevshare {
     pub partner: RevsharePartner,
     pub period: PeriodView,
     pub totals: RevshareTotals,
+    /// The accounts contributing in the period, in the order their users were provisioned.
     pub per_entity: Vec<EntityShare>,
 }
 

@@ -3,6 +3,7 @@
 
 use poem_openapi::Object;
 
+use super::number::Exact;
 use crate::listed_enum;
 
 listed_enum!(
@@ -10,33 +11,36 @@ listed_enum!(
     OveragePolicy = crate::plans::OVERAGE_POLICIES
 );
 
+/// A subscription plan.
 #[derive(Object)]
 pub struct PricingTier {
     /// The plan id an account holds (free, starter, growth, pro).
     pub id: String,
     pub name: String,
-    /// USD per month; null for a price agreed per customer.
-    pub price_usd_monthly: Option<f64>,
+    /// USD per month, as the plans file writes it; null for a price agreed per customer.
+    pub price_usd_monthly: Option<Exact>,
     /// Calls per calendar month (UTC) before the overage policy applies; null for no allowance.
     pub monthly_calls_included: Option<i64>,
-    /// USD per call past the allowance; null when the plan publishes none (hard_cutoff, custom).
-    pub overage_usd_per_call: Option<f64>,
+    /// USD per call past the allowance, as the plans file writes it; null when the plan publishes none (hard_cutoff, custom).
+    pub overage_usd_per_call: Option<Exact>,
     pub overage_policy: OveragePolicy,
     /// What the plan includes; its last line is its optimization-report allowance.
     pub features: Vec<String>,
     /// The payment processor's price id for this plan's checkout; null until configured.
     pub stripe_price_id: Option<String>,
     /// Whom to contact, for a custom plan (absent otherwise).
+    #[oai(skip_serializing_if_is_none)]
     pub contact: Option<String>,
 }
 
+/// Paying per call instead of subscribing.
 #[derive(Object)]
 pub struct PayPerCallOption {
     /// x402.
     pub id: String,
     pub name: String,
-    #[oai(validator(minimum(value = "0")))]
-    pub price_usd_per_call: f64,
+    /// USD per call (not negative), as the plans file writes it.
+    pub price_usd_per_call: Exact,
     /// The chain payments settle on (a setting of the service).
     pub network: String,
     /// The address paid; null until the operator configures one.
@@ -46,6 +50,7 @@ pub struct PayPerCallOption {
     pub notes: String,
 }
 
+/// GET /api/v1/pricing.
 #[derive(Object)]
 pub struct PricingResponse {
     /// The version of this document's shape.
