@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use poem_openapi::types::ParseFromJSON;
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::Value;
 
 use super::auth::KeyAuth;
 use super::error::ApiError;
@@ -74,13 +73,7 @@ impl AppState {
     async fn alerts_view(&self, account: &entity::Model) -> Result<NexusAlertsResponse, ApiError> {
         let nexus = self.nexus_map(account).await?;
         let now = self.clock.now_ms();
-        // The engine writes an alert as calculate's nexus_alerts carry it; `api::calculate_contract` proves that
-        // text is what `NexusAlert` writes, so it reads back whole.
         let alerts = self.nexus_alerts(&self.store.db, account, nexus.as_ref(), now).await?;
-        let alerts = alerts
-            .into_iter()
-            .map(|a| NexusAlert::parse_from_json(Some(a)).map_err(|e| ApiError::internal(format!("nexus alert: {}", e.into_message()))))
-            .collect::<Result<_, _>>()?;
         Ok(NexusAlertsResponse {
             success: true,
             as_of: self.clock.now().date_naive().to_string(),
@@ -142,10 +135,15 @@ impl AppState {
         account: &entity::Model,
         nexus: Option<&BTreeMap<usize, bool>>,
         now_ms: i64,
-    ) -> Result<Vec<Value>, ApiError> {
+    ) -> Result<Vec<NexusAlert>, ApiError> {
         let today = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(now_ms).unwrap_or_default().date_naive();
         let rows = Store::state_revenue_of(conn, &[account.id.as_str()], crate::engine::nexus::earliest_month(today)).await?;
         let empty = BTreeMap::new();
-        Ok(crate::ledger::alerts_from(&self.registry, &account.id, &rows, nexus.unwrap_or(&empty), today))
+        // The engine writes an alert as calculate's nexus_alerts carry it; `api::calculate_contract` proves that
+        // text is what `NexusAlert` writes, so it reads back whole.
+        crate::ledger::alerts_from(&self.registry, &account.id, &rows, nexus.unwrap_or(&empty), today)
+            .into_iter()
+            .map(|a| NexusAlert::parse_from_json(Some(a)).map_err(|e| ApiError::internal(format!("nexus alert: {}", e.into_message()))))
+            .collect()
     }
 }

@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
 use poem_openapi::types::{MaybeUndefined, ParseResult, Type};
 use poem_openapi::Object;
-use serde_json::Value;
 
+use super::calculate::NexusAlert;
 use super::number::{Exact, Usd};
 use super::param::documented;
 use crate::blog;
@@ -267,9 +267,8 @@ pub struct OptimizationReport {
     pub as_of: String,
     pub allowance: ReportAllowance,
     pub window: ReportWindow,
-    // The alerts as `AppState::nexus_alerts` produces them (engine values); `Vec<NexusAlert>` once it returns that type.
     /// States at 80% or more of their economic-nexus threshold, each as GET /api/v1/nexus-alerts lists it.
-    pub nexus_alerts: Vec<Value>,
+    pub nexus_alerts: Vec<NexusAlert>,
     /// Facts left out, with what declaring each value would have changed, summed over the window.
     pub missing_facts: Vec<MissingFactTotal>,
     /// The calculations answered conservatively (at most 200, newest first).
