@@ -10,6 +10,7 @@ use chrono::NaiveDate;
 use levy::gains::estimate::{estimate, Gains, Profile};
 use levy::gains::EntityType;
 use levy::rules::{load_dir, Registry};
+use poem_openapi::types::ToJSON;
 use rust_decimal::Decimal;
 use serde_json::Value;
 
@@ -37,7 +38,8 @@ fn run(year: i32, st: f64, lt: f64, entity: Option<EntityType>, filing: Option<&
         income: income.map(dec),
         state: state.and_then(levy::rules::schema::state_index),
     };
-    estimate(&registry().gains, Gains { short_term: dec(st), long_term: dec(lt) }, &p, day(year))
+    // The estimates as the API writes them.
+    estimate(&registry().gains, Gains { short_term: dec(st), long_term: dec(lt) }, &p, day(year)).to_json().unwrap_or_default()
 }
 
 fn f(v: &Value, k: &str) -> f64 {

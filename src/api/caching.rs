@@ -2,6 +2,7 @@
 //! set's version and a hash of the representation, `Cache-Control`, and 304 Not Modified when `If-None-Match`
 //! names the current tag.
 
+use poem_openapi::types::ToJSON;
 use sha2::{Digest, Sha256};
 
 use super::context::set_header;
@@ -34,6 +35,12 @@ pub fn not_modified(if_none_match: Option<&str>, rules_version: &str, path: &str
     set_header("ETag", &tag);
     set_header("Cache-Control", CACHE_CONTROL);
     current
+}
+
+/// [`not_modified`] for a typed body: the tag is of the text it is sent as (`payload::Json` writes the same).
+pub fn not_modified_json<T: ToJSON>(if_none_match: Option<&str>, rules_version: &str, path: &str, body: &T) -> bool {
+    let text = body.to_json().unwrap_or_default().to_string();
+    not_modified(if_none_match, rules_version, path, &text)
 }
 
 #[cfg(test)]

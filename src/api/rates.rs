@@ -9,14 +9,14 @@ use chrono::NaiveDate;
 use poem_openapi::param::{Header, Query};
 use poem_openapi::types::ToJSON;
 use poem_openapi::{ApiResponse, OpenApi};
-use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use super::caching::not_modified;
+use super::caching::not_modified_json;
 use super::context::client_ip;
 use super::error::ApiError;
-use super::payload::{Body, JsonText};
+use super::payload::{Body, Json};
+use super::schema::number::Fraction;
 use super::schema::param::{is_zip, listed_query, state_query, text, true_false_query, IsoDate, Param, StateParam, TrueFalse, ZipParam};
 use super::schema::rates::{
     CitationView, CompactRate, LocalLayerView, LocalRates, RateDiscrepancy, RateExplanation, RateTable, RatesBody, RatesFormat,
@@ -44,7 +44,7 @@ pub struct PublicRatesApi(pub Arc<AppState>);
 pub enum TableResponse {
     /// The table: full (default), verified, or compact.
     #[oai(status = 200)]
-    Ok(JsonText<RatesBody>),
+    Ok(Json<RatesBody>),
     /// If-None-Match names the current ETag: no body.
     #[oai(status = 304)]
     NotModified,
@@ -68,7 +68,7 @@ error_responses!(TableErrors {
 pub enum LocalResponse {
     /// The combined rate at the zip code, with each layer.
     #[oai(status = 200)]
-    Ok(JsonText<LocalRates>),
+    Ok(Json<Box<LocalRates>>),
     /// If-None-Match names the current ETag: no body.
     #[oai(status = 304)]
     NotModified,
@@ -84,7 +84,7 @@ error_responses!(LocalErrors {
 pub enum VerifyResponse {
     /// Matches, discrepancies and unknown codes.
     #[oai(status = 200)]
-    Ok(JsonText<VerifyRatesResponse>),
+    Ok(Json<VerifyRatesResponse>),
 }
 
 error_responses!(VerifyErrors {
@@ -96,16 +96,13 @@ error_responses!(VerifyErrors {
 const RATES_PATH: &str = "/api/v1/rates";
 const LOCAL_PATH: &str = "/api/v1/rates/local";
 
-fn f(d: Decimal) -> f64 {
-    d.normalize().to_f64().unwrap_or_default()
+/// A rate or a share as the table writes it: its digits, no trailing zeros.
+fn f(d: Decimal) -> Fraction {
+    Fraction::of(d)
 }
 
 fn cite(c: &Citation) -> CitationView {
     CitationView { cite: c.cite.clone(), url: c.url.clone() }
-}
-
-fn body_of<T: ToJSON>(v: &T) -> String {
-    v.to_json().map(|j| j.to_string()).unwrap_or_else(|| "null".into())
 }
 
 /// `as_of` as sent, or today from the service clock; before the rules' coverage is 404.
@@ -221,17 +218,17 @@ impl PublicRatesApi {
             "compact" => {
                 let map: BTreeMap<String, CompactRate> =
                     rows.iter().map(|r| (r.code.to_string(), CompactRate { r: f(r.rate()), d: r.digital_taxable() })).collect();
-                body_of(&RatesBody::Compact(map))
+                RatesBody::Compact(map)
             }
             "verified" => {
                 let states = rows.iter().map(|r| (r.code.to_string(), verified_row(s, r))).collect();
-                body_of(&RatesBody::Verified(VerifiedRateTable {
+                RatesBody::Verified(VerifiedRateTable {
                     success: true,
                     as_of: day.to_string(),
                     rules_version: reg.version.clone(),
                     format: "verified".into(),
                     states,
-                }))
+                })
             }
             _ => {
                 let mut states = BTreeMap::new();
@@ -252,20 +249,20 @@ impl PublicRatesApi {
                     };
                     states.insert(r.code.to_string(), full_row(r, explanation));
                 }
-                body_of(&RatesBody::Full(RateTable {
+                RatesBody::Full(RateTable {
                     success: true,
                     as_of: day.to_string(),
                     rules_version: reg.version.clone(),
                     count: states.len() as u32,
                     states,
                     disclaimer: DISCLAIMER.to_string(),
-                }))
+                })
             }
         };
-        if not_modified(if_none_match.0.as_deref(), &reg.version, RATES_PATH, &body) {
+        if not_modified_json(if_none_match.0.as_deref(), &reg.version, RATES_PATH, &body) {
             return Ok(TableResponse::NotModified);
         }
-        Ok(TableResponse::Ok(JsonText::new(body)))
+        Ok(TableResponse::Ok(Json(body)))
     }
 
     /// Combined state and local rate at a zip code
@@ -371,11 +368,10 @@ impl PublicRatesApi {
             split,
             note,
         };
-        let body = body_of(&view);
-        if not_modified(if_none_match.0.as_deref(), &reg.version, LOCAL_PATH, &body) {
+        if not_modified_json(if_none_match.0.as_deref(), &reg.version, LOCAL_PATH, &view) {
             return Ok(LocalResponse::NotModified);
         }
-        Ok(LocalResponse::Ok(JsonText::new(body)))
+        Ok(LocalResponse::Ok(Json(Box::new(view))))
     }
 
     /// Compare rate tables with levy's
@@ -416,7 +412,7 @@ impl PublicRatesApi {
                     state: row.code.to_string(),
                     field: "rate".into(),
                     theirs: entry.rate_sent.clone(),
-                    ours: json!(f(row.rate())),
+                    ours: f(row.rate()).to_json().unwrap_or_default(),
                     citation: cite(&row.state_rate.citation),
                 });
             }
@@ -448,7 +444,7 @@ impl PublicRatesApi {
             discrepancies,
             unknown,
         };
-        Ok(VerifyResponse::Ok(JsonText::new(body_of(&response))))
+        Ok(VerifyResponse::Ok(Json(response)))
     }
 }
 

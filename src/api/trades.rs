@@ -14,26 +14,34 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use poem_openapi::param::{Header, Query};
+use poem_openapi::types::ToJSON;
 use poem_openapi::{ApiResponse, OpenApi};
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, TransactionTrait};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::auth::KeyAuth;
+use super::caching::not_modified_json;
 use super::error::ApiError;
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::ledger::parse_since;
-use super::payload::{Body, JsonText};
-use super::schema::gains::{CapitalGainsRates, Export1099Da, TradeBody, TradeList, TradeResult, TradeType};
+use super::payload::{Body, Json, JsonText};
+use super::schema::gains::{
+    AccountingMethod, AssetClass, AssetSummary, CapitalGainsRates, CompactGainsRate, ConsumedLot, DispositionWash, Export1099Da,
+    Form1099DaPayer, Form1099DaRecipient, FullGainsRates, GainsSurtax, LotStatus, LotView, Recorded, ReplacedLoss, Replacement, SellTotals,
+    StateGainsRate, SurtaxOn, Term as TermView, TradeBody, TradeList, TradeRecord, TradeResult, TradeSummary, TradeType, WashSaleInfo,
+};
+use super::schema::number::{Exact, Fraction, Usd};
 use super::schema::param::{
     exact, listed_query, state_query, text, true_false_query, DateOrDateTime, GainsFormat, IdempotencyKey, PageLimit, PageOffset, Param,
     StateParam, SymbolParam, TaxYear, TrueFalse,
 };
+use super::schema::rates::CitationView;
 use super::{ApiTags, AppState, API_VERSION};
 use crate::billing::{self, Product};
 use crate::clock::iso;
 use crate::engine::determine::pct;
-use crate::engine::render::{money, num, DISCLAIMER};
+use crate::engine::render::DISCLAIMER;
 use crate::error_responses;
 use crate::gains::estimate::{self, Gains, Profile};
 use crate::gains::form1099da::{self, Disposition};
@@ -41,7 +49,7 @@ use crate::gains::lots::pro_rata;
 use crate::gains::request::is_symbol;
 use crate::gains::{exact_quantity, match_sell, quantity_text, wash, EntityType, Lot, Method, Term, TradeRequest};
 use crate::rules::gains::StateGains;
-use crate::rules::registry::Dated;
+use crate::rules::registry::{Citation, Dated};
 use crate::rules::schema::STATES;
 use crate::security::new_ordered_id;
 use crate::store::entity::{disposition, entity, lot, position, trade};
@@ -82,8 +90,9 @@ error_responses!(TradeErrors {
 #[derive(ApiResponse)]
 #[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
 pub enum TradeListResponse {
+    /// A page of trades and the account's (or the asset's) summary.
     #[oai(status = 200)]
-    Ok(JsonText<TradeList>),
+    Ok(Json<TradeList>),
 }
 
 error_responses!(TradeListErrors {
@@ -116,8 +125,9 @@ error_responses!(ExportErrors {
     header(name = "Cache-Control", ty = "String", description = "public, max-age=3600.")
 )]
 pub enum RatesResponse {
+    /// Each state's treatment: the full table, or the compact form.
     #[oai(status = 200)]
-    Ok(JsonText<CapitalGainsRates>),
+    Ok(Json<CapitalGainsRates>),
     /// If-None-Match names the current ETag: no body.
     #[oai(status = 304)]
     NotModified,
@@ -151,29 +161,39 @@ fn date_of(text: &str) -> NaiveDate {
     NaiveDate::parse_from_str(text, "%Y-%m-%d").unwrap_or_default()
 }
 
-fn qty(x: Decimal) -> Value {
-    num(x.normalize())
+/// A quantity without trailing zeros.
+fn qty(x: Decimal) -> Exact {
+    Exact::normalized(x)
 }
 
-pub fn lot_view(l: &lot::Model) -> Value {
-    json!({
-        "lot_id": l.id,
-        "trade_id": l.trade_id,
-        "asset_symbol": l.asset_symbol,
-        "acquired": iso(l.acquired_at),
-        "holding_period_start": l.holding_start,
-        "quantity": qty(d(&l.quantity)),
-        "cost_basis": money(d(&l.cost_basis)),
-        "remaining_quantity": qty(d(&l.remaining_quantity)),
-        "remaining_basis": money(d(&l.remaining_basis)),
-        "wash_sale_adjustment": money(d(&l.wash_adjustment)),
-        "wash_sale_replacement_for": l.replacement_for,
-        "split_from": l.split_from,
-        "status": if l.open { "open" } else { "closed" },
-    })
+/// A stored amount as money.
+fn usd(text: &str) -> Usd {
+    Usd::cents(d(text))
 }
 
-fn wash_rule_view(rule: Option<&Dated<crate::rules::gains::WashSaleRule>>, class: Option<&str>, applies: bool) -> Value {
+fn cite(c: &Citation) -> CitationView {
+    CitationView { cite: c.cite.clone(), url: c.url.clone() }
+}
+
+pub fn lot_view(l: &lot::Model) -> LotView {
+    LotView {
+        lot_id: l.id.clone(),
+        trade_id: l.trade_id.clone(),
+        asset_symbol: l.asset_symbol.clone(),
+        acquired: iso(l.acquired_at),
+        holding_period_start: l.holding_start.clone(),
+        quantity: qty(d(&l.quantity)),
+        cost_basis: usd(&l.cost_basis),
+        remaining_quantity: qty(d(&l.remaining_quantity)),
+        remaining_basis: usd(&l.remaining_basis),
+        wash_sale_adjustment: usd(&l.wash_adjustment),
+        wash_sale_replacement_for: l.replacement_for.clone(),
+        split_from: l.split_from.clone(),
+        status: if l.open { LotStatus::Open } else { LotStatus::Closed },
+    }
+}
+
+fn wash_rule_view(rule: Option<&Dated<crate::rules::gains::WashSaleRule>>, class: Option<&str>, applies: bool) -> WashSaleInfo {
     let reason = match (rule, class) {
         (None, _) => "no wash-sale rule is in force on the trade date".to_string(),
         (Some(_), None) => {
@@ -186,36 +206,51 @@ fn wash_rule_view(rule: Option<&Dated<crate::rules::gains::WashSaleRule>>, class
             "asset_class {c}: not stock or securities, so the wash-sale rule (IRC §1091) does not apply; a loss with a rebuy stays allowed"
         ),
     };
-    json!({
-        "rule_applies": applies,
-        "reason": reason,
-        "window_days": rule.map(|r| r.value.window_days),
-        "citation": rule.map(|r| json!({"cite": r.citation.cite, "url": r.citation.url})),
-    })
+    WashSaleInfo {
+        rule_applies: applies,
+        reason,
+        window_days: rule.map(|r| r.value.window_days),
+        citation: rule.map(|r| cite(&r.citation)),
+        disallowed_loss: None,
+        replaced_losses: None,
+        note: None,
+    }
 }
 
-/// A disposition with its reported figures (from [`form1099da::reported`]).
-fn disposition_view(x: &disposition::Model, (p, b, w, g): (Decimal, Decimal, Decimal, Decimal)) -> Value {
-    json!({
-        "disposition_id": x.id,
-        "lot_id": x.lot_id,
-        "quantity": qty(d(&x.quantity)),
-        "acquired": iso(x.acquired_at),
-        "holding_period_start": x.holding_start,
-        "sold": iso(x.sold_at),
-        "cost_basis": money(b),
-        "proceeds": money(p),
-        "gain_or_loss": money(p - b),
-        "wash_sale_disallowed": money(w),
-        "realized_gain_or_loss": money(g),
-        "holding_days": x.holding_days,
-        "term": x.term,
-        "wash_sale": {
-            "applicable": x.wash_applicable,
-            "unreplaced_quantity": qty(d(&x.wash_open_quantity)),
-            "replacements": serde_json::from_str::<Value>(&x.replacements).unwrap_or(Value::Array(vec![])),
-        },
-    })
+/// A disposition with its reported figures (from [`form1099da::reported`]) and its replacement lots.
+fn disposition_view(
+    x: &disposition::Model,
+    (p, b, w, g): (Decimal, Decimal, Decimal, Decimal),
+    replacements: Vec<Replacement>,
+) -> ConsumedLot {
+    ConsumedLot {
+        disposition_id: x.id.clone(),
+        lot_id: x.lot_id.clone(),
+        quantity: qty(d(&x.quantity)),
+        acquired: iso(x.acquired_at),
+        holding_period_start: x.holding_start.clone(),
+        sold: iso(x.sold_at),
+        cost_basis: Usd::cents(b),
+        proceeds: Usd::cents(p),
+        gain_or_loss: Usd::cents(p - b),
+        wash_sale_disallowed: Usd::cents(w),
+        realized_gain_or_loss: Usd::cents(g),
+        holding_days: x.holding_days,
+        term: term_view(&x.term),
+        wash_sale: DispositionWash { applicable: x.wash_applicable, unreplaced_quantity: qty(d(&x.wash_open_quantity)), replacements },
+    }
+}
+
+fn is_long_term(term: &str) -> bool {
+    term == "long_term"
+}
+
+fn term_view(term: &str) -> TermView {
+    if is_long_term(term) {
+        TermView::LongTerm
+    } else {
+        TermView::ShortTerm
+    }
 }
 
 fn to_export(x: &disposition::Model) -> Disposition {
@@ -233,47 +268,51 @@ fn to_export(x: &disposition::Model) -> Disposition {
         proceeds: d(&x.proceeds),
         cost_basis: d(&x.cost_basis),
         wash_sale_disallowed: d(&x.wash_disallowed),
-        term: if x.term == "long_term" { Term::LongTerm } else { Term::ShortTerm },
+        term: if is_long_term(&x.term) { Term::LongTerm } else { Term::ShortTerm },
     }
 }
 
-fn position_view(p: &position::Model) -> Value {
+fn position_view(p: &position::Model) -> AssetSummary {
     let (st, lt) = (d(&p.realized_short_term), d(&p.realized_long_term));
-    json!({
-        "asset_symbol": p.asset_symbol,
-        "asset_class": p.asset_class,
-        "asset_name": p.asset_name,
-        "held_quantity": qty(d(&p.held_quantity)),
-        "open_lots": p.open_lots,
-        "remaining_basis": money(d(&p.remaining_basis)),
-        "realized_short_term": money(st),
-        "realized_long_term": money(lt),
-        "realized_total": money(st + lt),
-        "wash_sale_disallowed": money(d(&p.wash_disallowed)),
-        "buys": p.buys,
-        "sells": p.sells,
-    })
+    AssetSummary {
+        asset_symbol: p.asset_symbol.clone(),
+        asset_class: p.asset_class.clone().map(AssetClass),
+        asset_name: p.asset_name.clone(),
+        held_quantity: qty(d(&p.held_quantity)),
+        open_lots: p.open_lots,
+        remaining_basis: usd(&p.remaining_basis),
+        realized_short_term: Usd::cents(st),
+        realized_long_term: Usd::cents(lt),
+        realized_total: Usd::cents(st + lt),
+        wash_sale_disallowed: usd(&p.wash_disallowed),
+        buys: p.buys,
+        sells: p.sells,
+    }
 }
 
-fn trade_view(row: &trade::Model) -> Value {
-    let result: Value = serde_json::from_str(&row.result).unwrap_or(Value::Null);
-    json!({
-        "trade_id": row.id,
-        "trade_type": row.trade_type,
-        "asset_symbol": row.asset_symbol,
-        "asset_class": row.asset_class,
-        "quantity": qty(d(&row.quantity)),
-        "price_per_unit": num(d(&row.price_per_unit).normalize()),
-        "fee_amount": money(d(&row.fee_amount)),
-        "trade_date": iso(row.trade_date),
-        "recorded_at": iso(row.created_at),
-        "accounting_method": row.accounting_method,
-        "realized_gain_or_loss": row.realized_gain.as_deref().map(|g| money(d(g))),
-        "exchange": row.exchange,
-        "counterparty": row.counterparty,
-        "notes": row.notes,
-        "as_recorded": result,
-    })
+fn trade_view(row: &trade::Model) -> TradeRecord {
+    TradeRecord {
+        trade_id: row.id.clone(),
+        trade_type: TradeType(row.trade_type.clone()),
+        asset_symbol: row.asset_symbol.clone(),
+        asset_class: row.asset_class.clone().map(AssetClass),
+        quantity: qty(d(&row.quantity)),
+        price_per_unit: Exact::normalized(d(&row.price_per_unit)),
+        fee_amount: usd(&row.fee_amount),
+        trade_date: iso(row.trade_date),
+        recorded_at: iso(row.created_at),
+        accounting_method: row.accounting_method.clone().map(AccountingMethod),
+        realized_gain_or_loss: row.realized_gain.as_deref().map(usd),
+        exchange: row.exchange.clone(),
+        counterparty: row.counterparty.clone(),
+        notes: row.notes.clone(),
+        as_recorded: Recorded(serde_json::from_str(&row.result).unwrap_or(Value::Null)),
+    }
+}
+
+/// A typed body as the JSON text it is sent as.
+fn json_text<T: ToJSON>(v: &T) -> String {
+    v.to_json().unwrap_or_default().to_string()
 }
 
 /// The new position totals, applied at the end of a trade.
@@ -481,22 +520,21 @@ impl TradesApi {
             lt += d(&p.realized_long_term);
             w += d(&p.wash_disallowed);
         }
-        let trades: Vec<Value> = rows.iter().map(trade_view).collect();
-        let body = json!({
-            "success": true,
-            "count": trades.len(),
-            "limit": limit,
-            "offset": offset,
-            "trades": trades,
-            "summary": {
-                "assets": positions.iter().map(position_view).collect::<Vec<_>>(),
-                "realized_short_term": money(st),
-                "realized_long_term": money(lt),
-                "realized_total": money(st + lt),
-                "wash_sale_disallowed": money(w),
+        let trades: Vec<TradeRecord> = rows.iter().map(trade_view).collect();
+        Ok(TradeListResponse::Ok(Json(TradeList {
+            success: true,
+            count: trades.len() as u32,
+            limit,
+            offset,
+            trades,
+            summary: TradeSummary {
+                assets: positions.iter().map(position_view).collect(),
+                realized_short_term: Usd::cents(st),
+                realized_long_term: Usd::cents(lt),
+                realized_total: Usd::cents(st + lt),
+                wash_sale_disallowed: Usd::cents(w),
             },
-        });
-        Ok(TradeListResponse::Ok(JsonText::value(&body)))
+        })))
     }
 
     /// Draft Form 1099-DA for a tax year
@@ -566,54 +604,68 @@ impl RatesApi {
         }
         let today = s.clock.now().date_naive();
         let states: Vec<usize> = one.map_or_else(|| (0..STATES.len()).collect(), |i| vec![i]);
-        let mut map = serde_json::Map::new();
-        for i in states {
-            let Some(entry) = s.registry.gains.state(i, today) else { continue };
-            let g = &entry.value;
-            let v = if compact {
-                json!({"st": num(g.short_term().normalize()), "lt": num(g.long_term().normalize()), "t": estimate::treatment(g)})
-            } else {
-                let mut full = state_rate_view(STATES[i], entry);
-                if explain && one.is_some() {
-                    full["explanation"] = json!(explain_state(STATES[i], g));
-                }
-                full
-            };
-            map.insert(STATES[i].to_string(), v);
-        }
+        let entries = states.into_iter().filter_map(|i| Some((STATES[i], s.registry.gains.state(i, today)?)));
         let body = if compact {
-            Value::Object(map)
+            let map = entries
+                .map(|(code, e)| {
+                    let g = &e.value;
+                    let rate = CompactGainsRate {
+                        st: Fraction::of(g.short_term()),
+                        lt: Fraction::of(g.long_term()),
+                        t: estimate::treatment(g).into(),
+                    };
+                    (code.to_string(), rate)
+                })
+                .collect();
+            CapitalGainsRates::Compact(map)
         } else {
-            json!({"success": true, "as_of": today.to_string(), "tax_year": today.year(), "states": map, "disclaimer": DISCLAIMER})
+            let states = entries
+                .map(|(code, e)| {
+                    let explanation = (explain && one.is_some()).then(|| explain_state(code, &e.value));
+                    (code.to_string(), state_rate_view(code, e, explanation))
+                })
+                .collect();
+            CapitalGainsRates::Full(FullGainsRates {
+                success: true,
+                as_of: today.to_string(),
+                tax_year: today.year(),
+                states,
+                disclaimer: DISCLAIMER.to_string(),
+            })
         };
-        let text = body.to_string();
-        if super::caching::not_modified(if_none_match.0.as_deref(), &s.registry.version, "/api/v1/rates/capital-gains", &text) {
+        if not_modified_json(if_none_match.0.as_deref(), &s.registry.version, "/api/v1/rates/capital-gains", &body) {
             return Ok(RatesResponse::NotModified);
         }
-        Ok(RatesResponse::Ok(JsonText::new(text)))
+        Ok(RatesResponse::Ok(Json(body)))
     }
 }
 
-fn state_rate_view(code: &str, entry: &Dated<StateGains>) -> Value {
+fn state_rate_view(code: &str, entry: &Dated<StateGains>, explanation: Option<String>) -> StateGainsRate {
     let g = &entry.value;
-    json!({
-        "state": code,
-        "kind": estimate::kind_name(g.kind),
-        "treatment": estimate::treatment(g),
-        "short_term_rate": num(g.short_term().normalize()),
-        "long_term_rate": num(g.long_term().normalize()),
-        "top_ordinary_rate": num(g.rate.normalize()),
-        "rate_structure": g.graduated.map(|x| if x { "graduated" } else { "flat" }),
-        "long_term_exclusion": num(g.long_term_exclusion.normalize()),
-        "long_term_cap": g.long_term_cap.map(|c| num(c.normalize())),
-        "gain_deduction": money(g.gain_deduction),
-        "short_term_taxed": g.kind != crate::rules::gains::StateKind::None && g.short_term_taxed,
-        "surtaxes": g.surtaxes.iter().map(|x| json!({"rate": num(x.rate.normalize()), "over": money(x.over), "on": crate::rules::gains::SURTAX_BASES[x.on as usize]})).collect::<Vec<_>>(),
-        "effective_from": entry.from.to_string(),
-        "effective_to": entry.to.map(|x| x.to_string()),
-        "citation": {"cite": entry.citation.cite, "url": entry.citation.url},
-        "note": g.note,
-    })
+    let surtax = |x: &crate::rules::gains::Surtax| GainsSurtax {
+        rate: Fraction::of(x.rate),
+        over: Usd::cents(x.over),
+        on: SurtaxOn(SurtaxOn::VALUES.get(x.on as usize).copied().unwrap_or_default().to_string()),
+    };
+    StateGainsRate {
+        state: code.to_string(),
+        kind: estimate::kind_name(g.kind).into(),
+        treatment: estimate::treatment(g).into(),
+        short_term_rate: Fraction::of(g.short_term()),
+        long_term_rate: Fraction::of(g.long_term()),
+        top_ordinary_rate: Fraction::of(g.rate),
+        rate_structure: g.graduated.map(|x| if x { "graduated" } else { "flat" }.to_string()),
+        long_term_exclusion: Fraction::of(g.long_term_exclusion),
+        long_term_cap: g.long_term_cap.map(Fraction::of),
+        gain_deduction: Usd::cents(g.gain_deduction),
+        short_term_taxed: g.kind != crate::rules::gains::StateKind::None && g.short_term_taxed,
+        surtaxes: g.surtaxes.iter().map(surtax).collect(),
+        effective_from: entry.from.to_string(),
+        effective_to: entry.to.map(|x| x.to_string()),
+        citation: cite(&entry.citation),
+        note: g.note.clone(),
+        explanation,
+    }
 }
 
 fn explain_state(code: &str, g: &StateGains) -> String {
@@ -679,19 +731,20 @@ impl AppState {
             .and_then(|c| self.data_key.decrypt(c).ok())
             .map(|e| e.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect::<String>());
         let name = if account.company_name.is_empty() { account.agent_name.clone() } else { account.company_name.clone() };
-        let recipient = json!({
-            "name": name,
-            "tin": ein_last4.map(|l| format!("XX-XXX{l}")),
-            "state": if account.state.is_empty() { Value::Null } else { json!(account.state) },
-            "email": account.email,
-            "account_number": account.id,
-        });
-        let payer = json!({
-            "name": null,
-            "tin": null,
-            "note": "the broker files the official form and is named in each entry's exchange; this draft is the recipient's own ledger",
-        });
-        form1099da::render(year, generated_at, &payer.to_string(), &recipient.to_string(), rows).0
+        let recipient = Form1099DaRecipient {
+            name,
+            tin: ein_last4.map(|l| format!("XX-XXX{l}")),
+            state: (!account.state.is_empty()).then(|| account.state.clone()),
+            email: account.email.clone(),
+            account_number: account.id.clone(),
+        };
+        let payer = Form1099DaPayer {
+            name: None,
+            tin: None,
+            note: "the broker files the official form and is named in each entry's exchange; this draft is the recipient's own ledger"
+                .into(),
+        };
+        form1099da::render(year, generated_at, &json_text(&payer), &json_text(&recipient), rows).0
     }
 
     async fn record_trade(&self, account: &entity::Model, req: &TradeRequest, raw: &Value, idem: Option<&str>) -> Result<String, ApiError> {
@@ -719,18 +772,13 @@ impl AppState {
             pos.asset_name = req.asset_name.clone();
         }
         let trade_id = new_ordered_id("trd", now_ms);
-        let (mut body, realized) = if req.is_sell {
+        let (body, realized) = if req.is_sell {
             self.sell(&txn, account, req, &mut pos, &trade_id, now_ms).await?
         } else {
             (self.buy(&txn, account, req, &mut pos, &trade_id, now_ms).await?, None)
         };
-        if let Some(o) = body.as_object_mut() {
-            o.insert("entity_id".into(), json!(account.id));
-            o.insert("recorded_at".into(), json!(iso(now_ms)));
-            o.insert("api_version".into(), json!(API_VERSION));
-            o.insert("disclaimer".into(), json!(DISCLAIMER));
-        }
-        let text = serde_json::to_string(&body).map_err(ApiError::internal)?;
+        // Kept as text: the trade row and an idempotent replay send these bytes again.
+        let text = json_text(&body);
         pos.updated_at = now_ms;
         Store::save_position(&txn, pos).await?;
         let row = trade::Model {
@@ -769,18 +817,42 @@ impl AppState {
         Ok(text)
     }
 
-    fn trade_head(req: &TradeRequest, trade_id: &str, class: Option<&str>) -> serde_json::Map<String, Value> {
-        let mut m = serde_json::Map::new();
-        m.insert("success".into(), json!(true));
-        m.insert("trade_id".into(), json!(trade_id));
-        m.insert("trade_type".into(), json!(req.trade_type()));
-        m.insert("asset_symbol".into(), json!(req.asset_symbol));
-        m.insert("asset_class".into(), json!(class));
-        m.insert("quantity".into(), qty(req.quantity));
-        m.insert("price_per_unit".into(), num(req.price_per_unit.normalize()));
-        m.insert("fee_amount".into(), money(req.fee_amount));
-        m.insert("trade_date".into(), json!(iso(req.trade_date.timestamp_millis())));
-        m
+    /// The members every trade's result has; a buy or a sell adds its own.
+    fn trade_result(
+        account: &entity::Model,
+        req: &TradeRequest,
+        trade_id: &str,
+        class: Option<&str>,
+        wash_sale: WashSaleInfo,
+        now_ms: i64,
+    ) -> TradeResult {
+        TradeResult {
+            success: true,
+            trade_id: trade_id.to_string(),
+            trade_type: TradeType(req.trade_type().to_string()),
+            asset_symbol: req.asset_symbol.clone(),
+            asset_class: class.map(|c| AssetClass(c.to_string())),
+            quantity: qty(req.quantity),
+            price_per_unit: Exact::normalized(req.price_per_unit),
+            fee_amount: Usd::cents(req.fee_amount),
+            trade_date: iso(req.trade_date.timestamp_millis()),
+            cost_basis: None,
+            lot: None,
+            lots: None,
+            accounting_method: None,
+            gross_proceeds: None,
+            net_proceeds: None,
+            lots_consumed: None,
+            totals: None,
+            realized_gain_loss: None,
+            holding_period: None,
+            wash_sale,
+            estimates: None,
+            entity_id: account.id.clone(),
+            recorded_at: iso(now_ms),
+            api_version: API_VERSION.to_string(),
+            disclaimer: DISCLAIMER.to_string(),
+        }
     }
 
     async fn buy<C: ConnectionTrait>(
@@ -791,7 +863,7 @@ impl AppState {
         pos: &mut position::Model,
         trade_id: &str,
         now_ms: i64,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<TradeResult, ApiError> {
         let day = req.day();
         let cost = req.amount();
         let rule = self.registry.gains.wash_sale_rule(day);
@@ -852,23 +924,30 @@ impl AppState {
             x.wash_open = open_q - q > Decimal::ZERO;
             add(&mut x.wash_disallowed, disallowed);
             let mut reps: Vec<Value> = serde_json::from_str(&x.replacements).unwrap_or_default();
-            reps.push(json!({"lot_id": id, "trade_id": trade_id, "quantity": qty(q), "disallowed_loss": money(disallowed)}));
+            let rep = Replacement {
+                lot_id: id.clone(),
+                quantity: qty(q),
+                disallowed_loss: Usd::cents(disallowed),
+                holding_period_start: None,
+                trade_id: Some(trade_id.to_string()),
+            };
+            reps.extend(rep.to_json());
             x.replacements = Value::Array(reps).to_string();
-            if x.term == "long_term" {
+            if is_long_term(&x.term) {
                 add(&mut pos.realized_long_term, disallowed)
             } else {
                 add(&mut pos.realized_short_term, disallowed)
             }
             add(&mut pos.wash_disallowed, disallowed);
-            adjustments.push(json!({
-                "disposition_id": x.id,
-                "sell_trade_id": x.trade_id,
-                "sold": iso(x.sold_at),
-                "quantity": qty(q),
-                "disallowed_loss": money(disallowed),
-                "replacement_lot_id": id,
-                "holding_period_start": start.to_string(),
-            }));
+            adjustments.push(ReplacedLoss {
+                disposition_id: x.id.clone(),
+                sell_trade_id: x.trade_id.clone(),
+                sold: iso(x.sold_at),
+                quantity: qty(q),
+                disallowed_loss: Usd::cents(disallowed),
+                replacement_lot_id: id,
+                holding_period_start: start.to_string(),
+            });
             Store::save_disposition(conn, x.clone()).await?;
         }
         if qty_left > Decimal::ZERO {
@@ -884,17 +963,19 @@ impl AppState {
         pos.open_lots += lots.len() as i64;
         pos.buys += 1;
         let class = req.asset_class.as_deref().or(pos.asset_class.as_deref());
-        let mut m = Self::trade_head(req, trade_id, class);
-        m.insert("cost_basis".into(), money(cost));
-        m.insert("lot".into(), lot_view(&lots[0]));
-        m.insert("lots".into(), Value::Array(lots.iter().map(lot_view).collect()));
         let mut w = wash_rule_view(rule, class, rule.is_some_and(|r| wash::applies(&r.value, class)));
-        w["replaced_losses"] = Value::Array(adjustments);
-        w["note"] = json!(
+        w.replaced_losses = Some(adjustments);
+        w.note = Some(
             "a buy within the window after a loss sale under the wash-sale rule disallows that loss; the loss is added to this lot's basis"
+                .into(),
         );
-        m.insert("wash_sale".into(), w);
-        Ok(Value::Object(m))
+        let views: Vec<LotView> = lots.iter().map(lot_view).collect();
+        Ok(TradeResult {
+            cost_basis: Some(Usd::cents(cost)),
+            lot: lots.first().map(lot_view),
+            lots: Some(views),
+            ..Self::trade_result(account, req, trade_id, class, w, now_ms)
+        })
     }
 
     /// The lots a sell consumes, in matching order, fetched a page at a time.
@@ -972,7 +1053,7 @@ impl AppState {
         pos: &mut position::Model,
         trade_id: &str,
         now_ms: i64,
-    ) -> Result<(Value, Option<Decimal>), ApiError> {
+    ) -> Result<(TradeResult, Option<Decimal>), ApiError> {
         let held = d(&pos.held_quantity);
         if req.quantity > held {
             return Err(ApiError::field(
@@ -1022,7 +1103,7 @@ impl AppState {
             pairs.into_iter().map(|(li, ci, q)| WashPiece { disposition: loss_idx[li], lot: ci, quantity: q }).collect();
         let mut disallowed = vec![Decimal::ZERO; consumed.len()];
         let mut matched = vec![Decimal::ZERO; consumed.len()];
-        let mut replacements: Vec<Vec<Value>> = vec![vec![]; consumed.len()];
+        let mut replacements: Vec<Vec<Replacement>> = consumed.iter().map(|_| vec![]).collect();
         let mut new_lots: Vec<lot::Model> = vec![];
         for p in pieces.drain(..) {
             let c = &consumed[p.disposition];
@@ -1068,7 +1149,13 @@ impl AppState {
                 new_lots.push(child);
                 id
             };
-            replacements[p.disposition].push(json!({"lot_id": target_id, "quantity": qty(p.quantity), "disallowed_loss": money(dis), "holding_period_start": start.to_string()}));
+            replacements[p.disposition].push(Replacement {
+                lot_id: target_id,
+                quantity: qty(p.quantity),
+                disallowed_loss: Usd::cents(dis),
+                holding_period_start: Some(start.to_string()),
+                trade_id: None,
+            });
         }
         for r in &candidates {
             Store::save_lot(conn, r.clone()).await?;
@@ -1084,7 +1171,7 @@ impl AppState {
         // Totals of the figures shown.
         let mut shown = form1099da::Totals::default();
         let mut out = vec![];
-        for (i, c) in consumed.iter().enumerate() {
+        for ((i, c), reps) in consumed.iter().enumerate().zip(replacements) {
             let l = &mut sold[i];
             l.remaining_quantity = t(c.lot_remaining_quantity);
             l.remaining_basis = t(c.lot_remaining_basis);
@@ -1117,7 +1204,7 @@ impl AppState {
                 wash_open: loss_open && matched[i] < c.quantity,
                 wash_open_quantity: t(if loss_open { c.quantity - matched[i] } else { Decimal::ZERO }),
                 wash_open_loss: t(if loss_open { -c.gain() - disallowed[i] } else { Decimal::ZERO }),
-                replacements: Value::Array(replacements[i].clone()).to_string(),
+                replacements: json_text(&reps),
             };
             Store::insert_disposition(conn, row.clone()).await?;
             let allowed = c.gain() + disallowed[i];
@@ -1129,7 +1216,7 @@ impl AppState {
             dis_total += disallowed[i];
             let figures = form1099da::reported(&to_export(&row));
             shown.add(figures);
-            out.push(disposition_view(&row, figures));
+            out.push(disposition_view(&row, figures, reps));
         }
         add(&mut pos.held_quantity, -req.quantity);
         add(&mut pos.remaining_basis, dis_total - basis_total);
@@ -1149,29 +1236,27 @@ impl AppState {
             income: req.estimated_annual_income,
             state: req.resident_state,
         };
-        let mut m = Self::trade_head(req, trade_id, class.as_deref());
-        m.insert("accounting_method".into(), json!(req.accounting_method.name()));
-        m.insert("gross_proceeds".into(), money(req.quantity * req.price_per_unit));
-        m.insert("net_proceeds".into(), money(req.amount()));
-        m.insert("lots_consumed".into(), Value::Array(out));
-        m.insert(
-            "totals".into(),
-            json!({
-                "cost_basis": money(b),
-                "proceeds": money(p),
-                "gain_or_loss": money(g),
-                "wash_sale_disallowed": money(w),
-                "realized_gain_or_loss": money(r),
-                "short_term": money(gains.short_term),
-                "long_term": money(gains.long_term),
-            }),
-        );
-        m.insert("realized_gain_loss".into(), money(r));
-        m.insert("holding_period".into(), json!(holding));
         let mut wv = wash_rule_view(rule, class.as_deref(), applies);
-        wv["disallowed_loss"] = money(w);
-        m.insert("wash_sale".into(), wv);
-        m.insert("estimates".into(), estimate::estimate(&self.registry.gains, gains, &profile, day));
-        Ok((Value::Object(m), Some(gains.short_term + gains.long_term)))
+        wv.disallowed_loss = Some(Usd::cents(w));
+        let result = TradeResult {
+            accounting_method: Some(AccountingMethod(req.accounting_method.name().to_string())),
+            gross_proceeds: Some(Usd::cents(req.quantity * req.price_per_unit)),
+            net_proceeds: Some(Usd::cents(req.amount())),
+            lots_consumed: Some(out),
+            totals: Some(SellTotals {
+                cost_basis: Usd::cents(b),
+                proceeds: Usd::cents(p),
+                gain_or_loss: Usd::cents(g),
+                wash_sale_disallowed: Usd::cents(w),
+                realized_gain_or_loss: Usd::cents(r),
+                short_term: Usd::cents(gains.short_term),
+                long_term: Usd::cents(gains.long_term),
+            }),
+            realized_gain_loss: Some(Usd::cents(r)),
+            holding_period: Some(holding.to_string()),
+            estimates: Some(estimate::estimate(&self.registry.gains, gains, &profile, day)),
+            ..Self::trade_result(account, req, trade_id, class.as_deref(), wv, now_ms)
+        };
+        Ok((result, Some(gains.short_term + gains.long_term)))
     }
 }

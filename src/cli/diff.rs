@@ -202,11 +202,12 @@ pub fn diff_report(old: &Registry, new: &Registry, as_of: NaiveDate) -> String {
 const GAINS_SAMPLES: [(i64, i64); 3] = [(10_000, 0), (0, 10_000), (0, 1_500_000)];
 
 fn gains_report(old: &Registry, new: &Registry, as_of: NaiveDate, s: &mut String) {
+    use crate::api::schema::number::Usd;
     use crate::gains::estimate::{federal, state, Gains, Profile};
     use crate::rules::schema::FILING_STATUSES;
     use rust_decimal::Decimal;
 
-    let total = |v: &Value| v.get("total_tax").map(|t| t.to_string()).unwrap_or_else(|| "not estimated".into());
+    let total = |t: Option<&Usd>| t.map(|t| t.0.to_string()).unwrap_or_else(|| "not estimated".into());
     let mut lines = vec![];
     let mut count = 0;
     for (st, lt) in GAINS_SAMPLES {
@@ -216,16 +217,18 @@ fn gains_report(old: &Registry, new: &Registry, as_of: NaiveDate, s: &mut String
             let p = Profile { entity: None, filing_status: Some(fs), income: Some(Decimal::from(100_000)), state: None };
             let (a, b) = (federal(&old.gains, g, &p, as_of), federal(&new.gains, g, &p, as_of));
             count += 1;
-            if total(&a) != total(&b) {
-                lines.push(format!("  gains federal {status} income=100000 {what}: tax {} → {}", total(&a), total(&b)));
+            let (a, b) = (a.total_tax.as_ref(), b.total_tax.as_ref());
+            if total(a) != total(b) {
+                lines.push(format!("  gains federal {status} income=100000 {what}: tax {} → {}", total(a), total(b)));
             }
         }
         for (i, code) in STATES.iter().enumerate() {
             let p = Profile { entity: None, filing_status: Some(0), income: Some(Decimal::from(100_000)), state: Some(i) };
             let (a, b) = (state(&old.gains, g, &p, as_of), state(&new.gains, g, &p, as_of));
             count += 1;
-            if total(&a) != total(&b) {
-                lines.push(format!("  gains state {code} single income=100000 {what}: tax {} → {}", total(&a), total(&b)));
+            let (a, b) = (a.total_tax.as_ref(), b.total_tax.as_ref());
+            if total(a) != total(b) {
+                lines.push(format!("  gains state {code} single income=100000 {what}: tax {} → {}", total(a), total(b)));
             }
         }
     }

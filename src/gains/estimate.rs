@@ -17,12 +17,14 @@
 //! vice versa); a net loss reduces ordinary income by at most the §1211(b) limit.
 
 use chrono::{Datelike, NaiveDate};
+use poem_openapi::types::MaybeUndefined;
 use rust_decimal::Decimal;
-use serde_json::{json, Value};
 
 use super::EntityType;
+use crate::api::schema::gains::{Estimates, FederalEstimate, MarginalRates, StateEstimate};
+use crate::api::schema::number::{Fraction, Usd};
+use crate::api::schema::rates::CitationView;
 use crate::engine::money::cents;
-use crate::engine::render;
 use crate::rules::gains::{GainsRules, Schedule, StateGains, StateKind, SurtaxBase};
 use crate::rules::registry::{in_force, Citation, Dated};
 use crate::rules::schema::{FILING_STATUSES, STATES};
@@ -47,20 +49,20 @@ pub struct Profile {
 }
 
 /// Both estimates for a sale on `sold`.
-pub fn estimate(rules: &GainsRules, gains: Gains, p: &Profile, sold: NaiveDate) -> Value {
-    json!({ "federal": federal(rules, gains, p, sold), "state": state(rules, gains, p, sold) })
+pub fn estimate(rules: &GainsRules, gains: Gains, p: &Profile, sold: NaiveDate) -> Estimates {
+    Estimates { federal: federal(rules, gains, p, sold), state: state(rules, gains, p, sold) }
 }
 
-fn num(d: Decimal) -> Value {
-    render::num(d.normalize())
+fn money(d: Decimal) -> Option<Usd> {
+    Some(Usd::cents(d))
 }
 
-fn money(d: Decimal) -> Value {
-    render::money(d)
+fn rate(d: Decimal) -> Option<Fraction> {
+    Some(Fraction::of(d))
 }
 
-fn cite(c: &Citation) -> Value {
-    json!({ "cite": c.cite, "url": c.url })
+fn cite(c: &Citation) -> CitationView {
+    CitationView { cite: c.cite.clone(), url: c.url.clone() }
 }
 
 /// The tax on the slice of income from `lo` to `hi` under one status's schedule.
@@ -120,11 +122,15 @@ fn year_figures(rules: &GainsRules, day: NaiveDate) -> Option<Year<'_>> {
     })
 }
 
-fn unavailable(reason: String) -> Value {
-    json!({ "available": false, "reason": reason })
+fn unavailable(reason: String) -> FederalEstimate {
+    FederalEstimate { reason: Some(reason), ..FederalEstimate::default() }
 }
 
-pub fn federal(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Value {
+fn state_unavailable(reason: String) -> StateEstimate {
+    StateEstimate { reason: Some(reason), ..StateEstimate::default() }
+}
+
+pub fn federal(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> FederalEstimate {
     let year = sold.year();
     let mut assumptions: Vec<String> = vec![];
     let entity = p.entity.unwrap_or_else(|| {
@@ -144,40 +150,53 @@ pub fn federal(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Va
             "capital gains of a C corporation are ordinary income taxed at the flat corporate rate; no preferential rate (§1201 repealed)"
                 .into(),
         );
-        return json!({
-            "available": true,
-            "tax_year": year,
-            "entity_type": entity.name(),
-            "method": "corporate_flat_rate",
-            "short_term_gain": money(g.short_term),
-            "long_term_gain": money(g.long_term),
-            "rate": num(rate.value),
-            "total_tax": money(tax),
-            "assumptions": assumptions,
-            "citations": [cite(&rate.citation)],
-        });
+        return FederalEstimate {
+            available: true,
+            tax_year: Some(year),
+            entity_type: Some(entity.name().into()),
+            method: Some("corporate_flat_rate".into()),
+            short_term_gain: money(g.short_term),
+            long_term_gain: money(g.long_term),
+            rate: self::rate(rate.value),
+            total_tax: money(tax),
+            assumptions: Some(assumptions),
+            citations: Some(vec![cite(&rate.citation)]),
+            ..FederalEstimate::default()
+        };
     }
     if entity == EntityType::PassThrough {
         if p.income.is_none() || p.filing_status.is_none() {
             assumptions.push("a partnership or S corporation pays no entity-level income tax: the gain passes to the owners with its character (§702, §1366); send estimated_annual_income and filing_status to estimate an owner's tax at individual rates".into());
-            return json!({
-                "available": true,
-                "tax_year": year,
-                "entity_type": entity.name(),
-                "method": "pass_through_no_entity_tax",
-                "short_term_gain": money(g.short_term),
-                "long_term_gain": money(g.long_term),
-                "total_tax": money(Decimal::ZERO),
-                "assumptions": assumptions,
-                "citations": [{ "cite": "26 U.S.C. §701, §702(a)-(b), §1366(a)-(b)", "url": "https://www.law.cornell.edu/uscode/text/26/702" }],
-            });
+            let citation = CitationView {
+                cite: "26 U.S.C. §701, §702(a)-(b), §1366(a)-(b)".into(),
+                url: Some("https://www.law.cornell.edu/uscode/text/26/702".into()),
+            };
+            return FederalEstimate {
+                available: true,
+                tax_year: Some(year),
+                entity_type: Some(entity.name().into()),
+                method: Some("pass_through_no_entity_tax".into()),
+                short_term_gain: money(g.short_term),
+                long_term_gain: money(g.long_term),
+                total_tax: money(Decimal::ZERO),
+                assumptions: Some(assumptions),
+                citations: Some(vec![citation]),
+                ..FederalEstimate::default()
+            };
         }
         assumptions.push("a pass-through entity's gain is taxed to its owners (§702, §1366): estimated for one owner at individual rates with the income and filing status given".into());
     }
     individual(rules, g, p, sold, entity, assumptions)
 }
 
-fn individual(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate, entity: EntityType, mut assumptions: Vec<String>) -> Value {
+fn individual(
+    rules: &GainsRules,
+    g: Gains,
+    p: &Profile,
+    sold: NaiveDate,
+    entity: EntityType,
+    mut assumptions: Vec<String>,
+) -> FederalEstimate {
     let year = sold.year();
     let Some(y) = year_figures(rules, sold) else {
         return unavailable(format!(
@@ -212,15 +231,15 @@ fn individual(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate, entity
             ));
             assumptions
                 .push("no other investment income, capital gains or losses this year; NIIT measured with MAGI = income + this gain".into());
-            let marginal = json!({
-                "short_term": num(rate_at(&y.ordinary.value, status, ord_ti.max(base_ti))),
-                "long_term": num(rate_at(&y.long_term.value, status, ti)),
-            });
+            let marginal = MarginalRates {
+                short_term: Fraction::of(rate_at(&y.ordinary.value, status, ord_ti.max(base_ti))),
+                long_term: Fraction::of(rate_at(&y.long_term.value, status, ti)),
+            };
             ("bracket_aware", ordinary_change, lt_tax, niit, marginal)
         }
         None => {
             assumptions.push("estimated_annual_income not given: short-term gain at the top ordinary rate and long-term gain at the top long-term rate (a ceiling); NIIT not assessed".into());
-            let marginal = json!({ "short_term": num(top_ordinary), "long_term": num(top_long) });
+            let marginal = MarginalRates { short_term: Fraction::of(top_ordinary), long_term: Fraction::of(top_long) };
             ("top_marginal_rates", ord_gain * top_ordinary, pref * top_long, Decimal::ZERO, marginal)
         }
     };
@@ -231,24 +250,32 @@ fn individual(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate, entity
         ));
     }
     let (ordinary_tax, long_term_tax, niit) = (cents(ordinary_tax), cents(long_term_tax), cents(niit));
-    json!({
-        "available": true,
-        "tax_year": year,
-        "entity_type": entity.name(),
-        "method": method,
-        "filing_status": FILING_STATUSES[status],
-        "short_term_gain": money(g.short_term),
-        "long_term_gain": money(g.long_term),
-        "net_capital_gain": money(pref),
-        "ordinary_income_change": money(ord_gain),
-        "ordinary_tax": money(ordinary_tax),
-        "long_term_tax": money(long_term_tax),
-        "net_investment_income_tax": money(niit),
-        "total_tax": money(ordinary_tax + long_term_tax + niit),
-        "marginal_rates": marginal,
-        "assumptions": assumptions,
-        "citations": [cite(&y.ordinary.citation), cite(&y.long_term.citation), cite(&y.deduction.citation), cite(&y.niit.citation), cite(&y.loss_limit.citation)],
-    })
+    FederalEstimate {
+        available: true,
+        reason: None,
+        tax_year: Some(year),
+        entity_type: Some(entity.name().into()),
+        method: Some(method.into()),
+        filing_status: Some(FILING_STATUSES[status].into()),
+        short_term_gain: money(g.short_term),
+        long_term_gain: money(g.long_term),
+        net_capital_gain: money(pref),
+        ordinary_income_change: money(ord_gain),
+        ordinary_tax: money(ordinary_tax),
+        long_term_tax: money(long_term_tax),
+        net_investment_income_tax: money(niit),
+        rate: None,
+        total_tax: money(ordinary_tax + long_term_tax + niit),
+        marginal_rates: Some(marginal),
+        assumptions: Some(assumptions),
+        citations: Some(vec![
+            cite(&y.ordinary.citation),
+            cite(&y.long_term.citation),
+            cite(&y.deduction.citation),
+            cite(&y.niit.citation),
+            cite(&y.loss_limit.citation),
+        ]),
+    }
 }
 
 /// The compact treatment code: none, exempt, excise, preferential or ordinary.
@@ -270,15 +297,17 @@ pub fn kind_name(k: StateKind) -> &'static str {
     }
 }
 
-pub fn state(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Value {
-    let Some(idx) = p.state else { return unavailable("resident_state not given".into()) };
+pub fn state(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> StateEstimate {
+    let Some(idx) = p.state else { return state_unavailable("resident_state not given".into()) };
     let code = STATES[idx];
     if p.entity == Some(EntityType::CCorp) {
-        return unavailable(format!("state corporate income tax is not estimated; {code} treats a corporation's gains as business income"));
+        return state_unavailable(format!(
+            "state corporate income tax is not estimated; {code} treats a corporation's gains as business income"
+        ));
     }
     let year = sold.year();
     let Some(entry) = rules.state(idx, sold) else {
-        return unavailable(format!("no treatment for {code} in tax year {year} in rules/gains/states/"));
+        return state_unavailable(format!("no treatment for {code} in tax year {year} in rules/gains/states/"));
     };
     let t = &entry.value;
     let mut assumptions: Vec<String> = vec!["local income taxes are not included".into()];
@@ -326,22 +355,23 @@ pub fn state(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Valu
     if g.short_term + g.long_term < Decimal::ZERO {
         assumptions.push("a net loss on this sale: no state tax; state loss limits and carryovers are not estimated".into());
     }
-    json!({
-        "available": true,
-        "state": code,
-        "tax_year": year,
-        "kind": kind_name(t.kind),
-        "treatment": treatment(t),
-        "short_term_rate": num(st_rate),
-        "long_term_rate": num(lt_rate),
-        "long_term_exclusion": num(t.long_term_exclusion),
-        "taxable_short_term": money(taxable_st),
-        "taxable_long_term": money(taxable_lt),
-        "tax": money(base),
-        "surtax": money(surtax),
-        "total_tax": money(base + surtax),
-        "assumptions": assumptions,
-        "citation": cite(&entry.citation),
-        "note": t.note,
-    })
+    StateEstimate {
+        available: true,
+        reason: None,
+        state: Some(code.into()),
+        tax_year: Some(year),
+        kind: Some(kind_name(t.kind).into()),
+        treatment: Some(treatment(t).into()),
+        short_term_rate: rate(st_rate),
+        long_term_rate: rate(lt_rate),
+        long_term_exclusion: rate(t.long_term_exclusion),
+        taxable_short_term: money(taxable_st),
+        taxable_long_term: money(taxable_lt),
+        tax: money(base),
+        surtax: money(surtax),
+        total_tax: money(base + surtax),
+        assumptions: Some(assumptions),
+        citation: Some(cite(&entry.citation)),
+        note: MaybeUndefined::from_opt_null(t.note.clone()),
+    }
 }

@@ -1,11 +1,17 @@
 //! Trades, lots, realized gains, estimates, the draft 1099-DA and capital-gains rates (interface spec
 //! item 5, "Trade request", "Capital-gains rates query" and "1099-DA export query").
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use poem_openapi::registry::{MetaSchemaRef, Registry};
+use poem_openapi::types::{MaybeUndefined, ParseError, ParseFromJSON, ParseResult, ToJSON, Type};
 use poem_openapi::{Enum, Object, Union};
+use serde_json::Value;
 
 use super::calculate::Obj;
+use super::number::{Exact, Fraction, Usd};
+use super::rates::CitationView;
 use crate::listed_enum;
 
 listed_enum!(TradeType = crate::gains::request::TRADE_TYPES);
@@ -74,9 +80,18 @@ pub struct TradeBody {
     pub asset_class: Option<AssetClass>,
 }
 
+/// Whether a lot still holds units: open, or closed once all of it is sold.
+#[derive(Enum, Clone, Copy)]
+#[oai(rename_all = "snake_case")]
+pub enum LotStatus {
+    Open,
+    Closed,
+}
+
 /// A cost-basis lot.
 #[derive(Object)]
 pub struct LotView {
+    /// The lot's id: what specific_lot_id names in a sell.
     pub lot_id: String,
     /// The buy that made it.
     pub trade_id: String,
@@ -85,38 +100,47 @@ pub struct LotView {
     pub acquired: String,
     /// First day of the holding period (YYYY-MM-DD): the acquisition date, earlier for a wash-sale replacement.
     pub holding_period_start: String,
-    pub quantity: f64,
-    /// Quantity × price + buy fee (+ any disallowed wash-sale loss).
-    pub cost_basis: f64,
-    pub remaining_quantity: f64,
-    pub remaining_basis: f64,
-    /// Disallowed wash-sale loss added to the basis.
-    pub wash_sale_adjustment: f64,
-    /// The disposition whose loss this lot carries, when it is a wash-sale replacement.
+    /// Units acquired, exactly (at most 8 decimal places).
+    pub quantity: Exact,
+    /// USD: quantity × price + buy fee (+ any disallowed wash-sale loss).
+    pub cost_basis: Usd,
+    /// Units not yet sold.
+    pub remaining_quantity: Exact,
+    /// USD: the basis of the units not yet sold.
+    pub remaining_basis: Usd,
+    /// USD: disallowed wash-sale loss added to the basis (0 when none).
+    pub wash_sale_adjustment: Usd,
+    /// The disposition whose loss this lot carries, when it is a wash-sale replacement; null otherwise.
     pub wash_sale_replacement_for: Option<String>,
-    /// The lot this one was split from (part of a lot that became a replacement).
+    /// The lot this one was split from (part of a lot that became a replacement); null otherwise.
     pub split_from: Option<String>,
-    /// open or closed.
-    pub status: String,
+    pub status: LotStatus,
 }
 
-/// A replacement lot that took a disallowed loss.
+/// A replacement lot that took part of a sale's disallowed loss.
 #[derive(Object)]
 pub struct Replacement {
     pub lot_id: String,
-    pub quantity: f64,
-    pub disallowed_loss: f64,
+    /// Units of the sale matched with this lot.
+    pub quantity: Exact,
+    /// USD: the loss disallowed for these units and added to the lot's basis.
+    pub disallowed_loss: Usd,
+    /// The replacement lot's holding period start (YYYY-MM-DD), the sold lot's holding period carried over.
+    #[oai(skip_serializing_if_is_none)]
     pub holding_period_start: Option<String>,
-    /// The buy, when the replacement came after the sale.
+    /// The buy, when the replacement came after the sale; absent otherwise.
+    #[oai(skip_serializing_if_is_none)]
     pub trade_id: Option<String>,
 }
 
+/// A disposition under the wash-sale rule.
 #[derive(Object)]
 pub struct DispositionWash {
     /// True for a loss under the wash-sale rule.
     pub applicable: bool,
     /// Loss units not (yet) matched with a replacement; a buy within the window may still match them.
-    pub unreplaced_quantity: f64,
+    pub unreplaced_quantity: Exact,
+    /// The lots bought within the window around the sale that took its disallowed loss when the sale was recorded.
     pub replacements: Vec<Replacement>,
 }
 
@@ -125,36 +149,60 @@ pub struct DispositionWash {
 pub struct ConsumedLot {
     pub disposition_id: String,
     pub lot_id: String,
-    pub quantity: f64,
+    /// Units taken from the lot.
+    pub quantity: Exact,
+    /// The lot's acquisition date-time (UTC).
     pub acquired: String,
+    /// First day of the holding period (YYYY-MM-DD).
     pub holding_period_start: String,
+    /// The sell's date-time (UTC).
     pub sold: String,
-    /// The lot's basis share (pro rata to the quantity taken).
-    pub cost_basis: f64,
-    /// Net proceeds share (the sell fee reduces proceeds).
-    pub proceeds: f64,
-    /// proceeds − cost_basis.
-    pub gain_or_loss: f64,
-    /// Loss disallowed under IRC §1091 (0 when none).
-    pub wash_sale_disallowed: f64,
-    /// gain_or_loss + wash_sale_disallowed: what is realized for tax.
-    pub realized_gain_or_loss: f64,
+    /// USD: the lot's basis share (pro rata to the quantity taken).
+    pub cost_basis: Usd,
+    /// USD: net proceeds share (the sell fee reduces proceeds).
+    pub proceeds: Usd,
+    /// USD: proceeds − cost_basis.
+    pub gain_or_loss: Usd,
+    /// USD: loss disallowed under IRC §1091 (0 when none).
+    pub wash_sale_disallowed: Usd,
+    /// USD: gain_or_loss + wash_sale_disallowed: what is realized for tax.
+    pub realized_gain_or_loss: Usd,
     /// Days from holding_period_start to the sale.
     pub holding_days: i64,
     pub term: Term,
     pub wash_sale: DispositionWash,
 }
 
-/// Sums of the consumed lots' figures.
+/// Sums of the consumed lots' figures, USD.
 #[derive(Object)]
 pub struct SellTotals {
-    pub cost_basis: f64,
-    pub proceeds: f64,
-    pub gain_or_loss: f64,
-    pub wash_sale_disallowed: f64,
-    pub realized_gain_or_loss: f64,
-    pub short_term: f64,
-    pub long_term: f64,
+    pub cost_basis: Usd,
+    pub proceeds: Usd,
+    pub gain_or_loss: Usd,
+    pub wash_sale_disallowed: Usd,
+    pub realized_gain_or_loss: Usd,
+    /// The realized short-term gain or loss after wash-sale adjustments.
+    pub short_term: Usd,
+    /// The realized long-term gain or loss after wash-sale adjustments.
+    pub long_term: Usd,
+}
+
+/// An earlier loss sale that a buy replaced: the part of its loss now disallowed and moved into the new lot.
+#[derive(Object)]
+pub struct ReplacedLoss {
+    pub disposition_id: String,
+    /// The sell that realized the loss.
+    pub sell_trade_id: String,
+    /// The sell's date-time (UTC).
+    pub sold: String,
+    /// Units of the sale this buy replaced.
+    pub quantity: Exact,
+    /// USD: the loss disallowed for those units.
+    pub disallowed_loss: Usd,
+    /// The lot of this buy that carries it.
+    pub replacement_lot_id: String,
+    /// That lot's holding period start (YYYY-MM-DD), the sold lot's holding period carried over.
+    pub holding_period_start: String,
 }
 
 /// Whether the wash-sale rule applied, and why.
@@ -162,72 +210,113 @@ pub struct SellTotals {
 pub struct WashSaleInfo {
     pub rule_applies: bool,
     pub reason: String,
+    /// Days before and after a loss sale within which a buy replaces it; null when no rule is in force.
     pub window_days: Option<i64>,
-    /// {cite, url}.
-    pub citation: Option<Obj>,
-    /// Sells: the loss disallowed by this sale.
-    pub disallowed_loss: Option<f64>,
-    /// Buys: earlier losses this buy replaced (disposition_id, sell_trade_id, sold, quantity, disallowed_loss, replacement_lot_id, holding_period_start).
-    pub replaced_losses: Option<Vec<Obj>>,
+    /// The rule's citation; null when no rule is in force.
+    pub citation: Option<CitationView>,
+    /// Sells: USD, the loss disallowed by this sale.
+    #[oai(skip_serializing_if_is_none)]
+    pub disallowed_loss: Option<Usd>,
+    /// Buys: earlier losses this buy replaced.
+    #[oai(skip_serializing_if_is_none)]
+    pub replaced_losses: Option<Vec<ReplacedLoss>>,
+    /// Buys: how a buy affects an earlier loss sale.
+    #[oai(skip_serializing_if_is_none)]
     pub note: Option<String>,
 }
 
-/// Federal estimate. `available` false with `reason` when the tax year's figures are not in the rules.
-/// method: bracket_aware, top_marginal_rates, corporate_flat_rate or pass_through_no_entity_tax.
+/// The rates on the next dollar of gain.
 #[derive(Object)]
+pub struct MarginalRates {
+    pub short_term: Fraction,
+    pub long_term: Fraction,
+}
+
+/// Federal estimate. `available` false with `reason` (and nothing else) when the tax year's figures are not in the
+/// rules. The members a method does not use are absent.
+#[derive(Object, Default)]
+#[oai(skip_serializing_if_is_none)]
 pub struct FederalEstimate {
     pub available: bool,
     pub reason: Option<String>,
     pub tax_year: Option<i32>,
+    /// individual, c_corp or pass_through.
     pub entity_type: Option<String>,
+    /// bracket_aware, top_marginal_rates, corporate_flat_rate or pass_through_no_entity_tax.
     pub method: Option<String>,
+    /// bracket_aware and top_marginal_rates: the filing status used.
     pub filing_status: Option<String>,
-    pub short_term_gain: Option<f64>,
-    pub long_term_gain: Option<f64>,
-    /// The part taxed at the 0/15/20% rates (long-term gain net of short-term loss).
-    pub net_capital_gain: Option<f64>,
-    /// The part added to (or, for a net loss, taken from) ordinary income.
-    pub ordinary_income_change: Option<f64>,
-    pub ordinary_tax: Option<f64>,
-    pub long_term_tax: Option<f64>,
-    /// NIIT (IRC §1411), 3.8% above the MAGI threshold.
-    pub net_investment_income_tax: Option<f64>,
+    /// USD: the sale's realized short-term gain (negative: loss).
+    pub short_term_gain: Option<Usd>,
+    /// USD: the sale's realized long-term gain (negative: loss).
+    pub long_term_gain: Option<Usd>,
+    /// USD: the part taxed at the 0/15/20% rates (long-term gain net of short-term loss).
+    pub net_capital_gain: Option<Usd>,
+    /// USD: the part added to (or, for a net loss, taken from) ordinary income.
+    pub ordinary_income_change: Option<Usd>,
+    /// USD: the change in ordinary income tax.
+    pub ordinary_tax: Option<Usd>,
+    /// USD: the tax at the long-term rates.
+    pub long_term_tax: Option<Usd>,
+    /// USD: NIIT (IRC §1411), 3.8% above the MAGI threshold.
+    pub net_investment_income_tax: Option<Usd>,
     /// c_corp: the flat rate.
-    pub rate: Option<f64>,
-    /// The estimated federal tax on this sale (negative: a net loss lowers tax).
-    pub total_tax: Option<f64>,
-    /// {short_term, long_term}: the rates on the next dollar.
-    pub marginal_rates: Option<Obj>,
+    pub rate: Option<Fraction>,
+    /// USD: the estimated federal tax on this sale (negative: a net loss lowers tax).
+    pub total_tax: Option<Usd>,
+    pub marginal_rates: Option<MarginalRates>,
     pub assumptions: Option<Vec<String>>,
-    /// [{cite, url}] of every figure used.
-    pub citations: Option<Vec<Obj>>,
+    /// Every figure used.
+    pub citations: Option<Vec<CitationView>>,
 }
 
-/// State estimate for resident_state. `available` false with `reason` when not estimated.
-#[derive(Object)]
+/// State estimate for resident_state. `available` false with `reason` (and nothing else) when not estimated.
+#[derive(Object, Default)]
 pub struct StateEstimate {
     pub available: bool,
+    #[oai(skip_serializing_if_is_none)]
     pub reason: Option<String>,
+    #[oai(skip_serializing_if_is_none)]
     pub state: Option<String>,
+    #[oai(skip_serializing_if_is_none)]
     pub tax_year: Option<i32>,
     /// income_tax, gains_excise or none.
+    #[oai(skip_serializing_if_is_none)]
     pub kind: Option<String>,
     /// none, exempt, ordinary, preferential or excise.
+    #[oai(skip_serializing_if_is_none)]
     pub treatment: Option<String>,
-    pub short_term_rate: Option<f64>,
-    pub long_term_rate: Option<f64>,
-    pub long_term_exclusion: Option<f64>,
-    pub taxable_short_term: Option<f64>,
-    pub taxable_long_term: Option<f64>,
-    pub tax: Option<f64>,
-    pub surtax: Option<f64>,
-    pub total_tax: Option<f64>,
+    #[oai(skip_serializing_if_is_none)]
+    pub short_term_rate: Option<Fraction>,
+    #[oai(skip_serializing_if_is_none)]
+    pub long_term_rate: Option<Fraction>,
+    /// The share of net long-term gain excluded.
+    #[oai(skip_serializing_if_is_none)]
+    pub long_term_exclusion: Option<Fraction>,
+    /// USD.
+    #[oai(skip_serializing_if_is_none)]
+    pub taxable_short_term: Option<Usd>,
+    /// USD.
+    #[oai(skip_serializing_if_is_none)]
+    pub taxable_long_term: Option<Usd>,
+    /// USD: the tax at the state's rates.
+    #[oai(skip_serializing_if_is_none)]
+    pub tax: Option<Usd>,
+    /// USD: surtaxes on top.
+    #[oai(skip_serializing_if_is_none)]
+    pub surtax: Option<Usd>,
+    /// USD: tax + surtax.
+    #[oai(skip_serializing_if_is_none)]
+    pub total_tax: Option<Usd>,
+    #[oai(skip_serializing_if_is_none)]
     pub assumptions: Option<Vec<String>>,
-    /// {cite, url}.
-    pub citation: Option<Obj>,
-    pub note: Option<String>,
+    #[oai(skip_serializing_if_is_none)]
+    pub citation: Option<CitationView>,
+    /// The treatment's note from the rules: null when it has none; absent when not estimated.
+    pub note: MaybeUndefined<String>,
 }
 
+/// The federal and state estimates of a sell.
 #[derive(Object)]
 pub struct Estimates {
     pub federal: FederalEstimate,
@@ -235,41 +324,106 @@ pub struct Estimates {
 }
 
 /// A recorded trade. Buys carry `cost_basis`, `lot` and `lots`; sells carry `accounting_method`, proceeds,
-/// `lots_consumed`, `totals`, `realized_gain_loss`, `holding_period` and `estimates`.
+/// `lots_consumed`, `totals`, `realized_gain_loss`, `holding_period` and `estimates`. The others are absent.
 #[derive(Object)]
 pub struct TradeResult {
     pub success: bool,
     pub trade_id: String,
     pub trade_type: TradeType,
     pub asset_symbol: String,
+    /// The asset class sent with this trade or an earlier one of the asset; null when never sent.
     pub asset_class: Option<AssetClass>,
-    pub quantity: f64,
-    pub price_per_unit: f64,
-    pub fee_amount: f64,
+    /// Units, exactly (at most 8 decimal places).
+    pub quantity: Exact,
+    /// USD per unit, as sent (trailing zeros dropped).
+    pub price_per_unit: Exact,
+    /// USD.
+    pub fee_amount: Usd,
+    /// The trade's date-time (UTC).
     pub trade_date: String,
-    /// Buy: quantity × price + fee.
-    pub cost_basis: Option<f64>,
+    /// Buy: USD, quantity × price + fee.
+    #[oai(skip_serializing_if_is_none)]
+    pub cost_basis: Option<Usd>,
     /// Buy: the lot it made (the first, when part of it replaced an earlier loss and it was split).
+    #[oai(skip_serializing_if_is_none)]
     pub lot: Option<LotView>,
     /// Buy: every lot it made.
+    #[oai(skip_serializing_if_is_none)]
     pub lots: Option<Vec<LotView>>,
+    /// Sell: the method the lots were matched by.
+    #[oai(skip_serializing_if_is_none)]
     pub accounting_method: Option<AccountingMethod>,
-    /// Sell: quantity × price.
-    pub gross_proceeds: Option<f64>,
-    /// Sell: gross less the fee.
-    pub net_proceeds: Option<f64>,
+    /// Sell: USD, quantity × price.
+    #[oai(skip_serializing_if_is_none)]
+    pub gross_proceeds: Option<Usd>,
+    /// Sell: USD, gross less the fee.
+    #[oai(skip_serializing_if_is_none)]
+    pub net_proceeds: Option<Usd>,
+    /// Sell: every lot consumed, in matching order.
+    #[oai(skip_serializing_if_is_none)]
     pub lots_consumed: Option<Vec<ConsumedLot>>,
+    /// Sell: sums of lots_consumed.
+    #[oai(skip_serializing_if_is_none)]
     pub totals: Option<SellTotals>,
-    /// Sell: realized gain (positive) or loss (negative) after wash-sale adjustments.
-    pub realized_gain_loss: Option<f64>,
+    /// Sell: USD, realized gain (positive) or loss (negative) after wash-sale adjustments.
+    #[oai(skip_serializing_if_is_none)]
+    pub realized_gain_loss: Option<Usd>,
     /// Sell: short_term, long_term or mixed.
+    #[oai(skip_serializing_if_is_none)]
     pub holding_period: Option<String>,
     pub wash_sale: WashSaleInfo,
+    /// Sell: the federal and state tax estimates.
+    #[oai(skip_serializing_if_is_none)]
     pub estimates: Option<Estimates>,
     pub entity_id: String,
+    /// When the trade was recorded (UTC).
     pub recorded_at: String,
     pub api_version: String,
     pub disclaimer: String,
+}
+
+/// A JSON object stored as it was sent, and written back the same: its members keep their order.
+pub struct Recorded(pub Value);
+
+impl Type for Recorded {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> Cow<'static, str> {
+        <Obj as Type>::name()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        <Obj as Type>::schema_ref()
+    }
+
+    fn register(registry: &mut Registry) {
+        <Obj as Type>::register(registry);
+    }
+
+    fn as_raw_value(&self) -> Option<&Self> {
+        Some(self)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
+        Box::new(std::iter::once(self))
+    }
+}
+
+impl ParseFromJSON for Recorded {
+    fn parse_from_json(value: Option<Value>) -> ParseResult<Self> {
+        match value.unwrap_or_default() {
+            v @ Value::Object(_) => Ok(Recorded(v)),
+            other => Err(ParseError::expected_type(other)),
+        }
+    }
+}
+
+impl ToJSON for Recorded {
+    fn to_json(&self) -> Option<Value> {
+        Some(self.0.clone())
+    }
 }
 
 /// A trade in the list.
@@ -278,51 +432,72 @@ pub struct TradeRecord {
     pub trade_id: String,
     pub trade_type: TradeType,
     pub asset_symbol: String,
+    /// The asset class sent with the trade; null when none was.
     pub asset_class: Option<AssetClass>,
-    pub quantity: f64,
-    pub price_per_unit: f64,
-    pub fee_amount: f64,
+    /// Units, exactly.
+    pub quantity: Exact,
+    /// USD per unit, as sent (trailing zeros dropped).
+    pub price_per_unit: Exact,
+    /// USD.
+    pub fee_amount: Usd,
+    /// The trade's date-time (UTC).
     pub trade_date: String,
+    /// When it was recorded (UTC).
     pub recorded_at: String,
+    /// Sells: the method the lots were matched by; null for buys.
     pub accounting_method: Option<AccountingMethod>,
-    /// Sells: as recorded (a later wash-sale replacement can change it; the summary has the current figure).
-    pub realized_gain_or_loss: Option<f64>,
+    /// Sells: USD, as recorded (a later wash-sale replacement can change it; the summary has the current figure).
+    /// Null for buys.
+    pub realized_gain_or_loss: Option<Usd>,
     pub exchange: Option<String>,
     pub counterparty: Option<String>,
     pub notes: Option<String>,
-    /// The response the trade got when it was recorded.
-    pub as_recorded: Obj,
+    /// The response the trade got when it was recorded (a TradeResult as it was then), as stored.
+    pub as_recorded: Recorded,
 }
 
 /// One asset's running totals.
 #[derive(Object)]
 pub struct AssetSummary {
     pub asset_symbol: String,
+    /// The latest asset class sent for the asset; null when none was.
     pub asset_class: Option<AssetClass>,
+    /// The latest asset name sent; null when none was.
     pub asset_name: Option<String>,
-    pub held_quantity: f64,
+    /// Units held, exactly.
+    pub held_quantity: Exact,
     pub open_lots: i64,
-    pub remaining_basis: f64,
-    pub realized_short_term: f64,
-    pub realized_long_term: f64,
-    pub realized_total: f64,
-    pub wash_sale_disallowed: f64,
+    /// USD: the basis of the units held.
+    pub remaining_basis: Usd,
+    /// USD: realized short-term gain or loss after wash-sale adjustments.
+    pub realized_short_term: Usd,
+    /// USD: realized long-term gain or loss after wash-sale adjustments.
+    pub realized_long_term: Usd,
+    /// USD: realized_short_term + realized_long_term.
+    pub realized_total: Usd,
+    /// USD: losses disallowed as wash sales.
+    pub wash_sale_disallowed: Usd,
+    /// Buys recorded.
     pub buys: i64,
+    /// Sells recorded.
     pub sells: i64,
 }
 
+/// Running totals over all time: per asset, and their sums (USD).
 #[derive(Object)]
 pub struct TradeSummary {
     pub assets: Vec<AssetSummary>,
-    pub realized_short_term: f64,
-    pub realized_long_term: f64,
-    pub realized_total: f64,
-    pub wash_sale_disallowed: f64,
+    pub realized_short_term: Usd,
+    pub realized_long_term: Usd,
+    pub realized_total: Usd,
+    pub wash_sale_disallowed: Usd,
 }
 
+/// A page of the account's trades, newest trade_date first, with the summary.
 #[derive(Object)]
 pub struct TradeList {
     pub success: bool,
+    /// Trades on this page.
     pub count: u32,
     pub limit: i64,
     pub offset: i64,
@@ -343,30 +518,35 @@ pub struct Form1099DaEntry {
     /// DTIF code: not known to the ledger (null).
     pub box_1a_digital_asset_code: Option<String>,
     pub box_1b_digital_asset_name: String,
-    pub box_1c_number_of_units: f64,
+    /// Units with 8 decimal places.
+    pub box_1c_number_of_units: Exact,
     pub box_1d_date_acquired: String,
     pub box_1e_date_sold_or_disposed: String,
-    /// Net of the sell fee.
-    pub box_1f_proceeds: f64,
-    pub box_1g_cost_or_other_basis: f64,
-    pub box_1h_accrued_market_discount: Option<f64>,
-    pub box_1i_wash_sale_loss_disallowed: f64,
+    /// USD, net of the sell fee.
+    pub box_1f_proceeds: Usd,
+    /// USD.
+    pub box_1g_cost_or_other_basis: Usd,
+    /// Not known to the ledger (null).
+    pub box_1h_accrued_market_discount: Option<Usd>,
+    /// USD.
+    pub box_1i_wash_sale_loss_disallowed: Usd,
     /// Always false: a draft reports nothing to the IRS.
     pub box_2_basis_reported_to_irs: bool,
     /// net.
     pub box_3a_proceeds_reported: String,
     pub box_6_gain_or_loss_type: Term,
-    /// box 1f − box 1g + box 1i.
-    pub gain_or_loss: f64,
+    /// USD: box 1f − box 1g + box 1i.
+    pub gain_or_loss: Usd,
 }
 
+/// Sums of entries' figures (USD).
 #[derive(Object)]
 pub struct Form1099DaTotal {
     pub count: u64,
-    pub box_1f_proceeds: f64,
-    pub box_1g_cost_or_other_basis: f64,
-    pub box_1i_wash_sale_loss_disallowed: f64,
-    pub gain_or_loss: f64,
+    pub box_1f_proceeds: Usd,
+    pub box_1g_cost_or_other_basis: Usd,
+    pub box_1i_wash_sale_loss_disallowed: Usd,
+    pub gain_or_loss: Usd,
 }
 
 #[derive(Object)]
@@ -374,6 +554,30 @@ pub struct Form1099DaTotals {
     pub short_term: Form1099DaTotal,
     pub long_term: Form1099DaTotal,
     pub all: Form1099DaTotal,
+}
+
+/// The broker's block: the broker files the official form, so its name and TIN are null here.
+#[derive(Object)]
+pub struct Form1099DaPayer {
+    /// Always null.
+    pub name: Option<String>,
+    /// Always null.
+    pub tin: Option<String>,
+    pub note: String,
+}
+
+/// The account the draft is for.
+#[derive(Object)]
+pub struct Form1099DaRecipient {
+    /// The company name, or the agent name when the account has none.
+    pub name: String,
+    /// The EIN masked to its last four digits (XX-XXX1234); null when the account has no EIN.
+    pub tin: Option<String>,
+    /// The account's state; null when it has none.
+    pub state: Option<String>,
+    pub email: String,
+    /// The account's id.
+    pub account_number: String,
 }
 
 /// The draft Form 1099-DA for one tax year.
@@ -387,10 +591,8 @@ pub struct Export1099Da {
     pub notice: String,
     pub tax_year: i32,
     pub generated_at: String,
-    /// The broker's block: the broker files the official form (null name and TIN here).
-    pub payer: Obj,
-    /// The account: name, masked TIN (last four of the EIN), state, email, account_number.
-    pub recipient: Obj,
+    pub payer: Form1099DaPayer,
+    pub recipient: Form1099DaRecipient,
     pub entries: Vec<Form1099DaEntry>,
     /// Sums of the entries' figures, by term.
     pub totals: Form1099DaTotals,
@@ -401,10 +603,27 @@ pub struct Export1099Da {
 /// Compact form: st and lt rates, t treatment.
 #[derive(Object)]
 pub struct CompactGainsRate {
-    pub st: f64,
-    pub lt: f64,
+    /// The effective top rate on short-term gain.
+    pub st: Fraction,
+    /// The effective top rate on long-term gain.
+    pub lt: Fraction,
     /// none, exempt, ordinary, preferential or excise.
     pub t: String,
+}
+
+listed_enum!(
+    /// What a surtax's threshold is measured on: income_above (income and gain above `over`), gain_above (gain above
+    /// `over`) or whole_gain_when_income_above (all of the gain once income and gain exceed `over`).
+    SurtaxOn = crate::rules::gains::SURTAX_BASES
+);
+
+/// A surtax on capital gains.
+#[derive(Object)]
+pub struct GainsSurtax {
+    pub rate: Fraction,
+    /// USD: the threshold.
+    pub over: Usd,
+    pub on: SurtaxOn,
 }
 
 /// One state's treatment of a resident's capital gains.
@@ -413,34 +632,41 @@ pub struct StateGainsRate {
     pub state: String,
     /// income_tax, gains_excise or none.
     pub kind: String,
+    /// none, exempt, ordinary, preferential or excise.
     pub treatment: String,
     /// Effective top rate on short-term gain.
-    pub short_term_rate: f64,
+    pub short_term_rate: Fraction,
     /// Effective top rate on long-term gain (after exclusion and cap).
-    pub long_term_rate: f64,
-    pub top_ordinary_rate: f64,
+    pub long_term_rate: Fraction,
+    pub top_ordinary_rate: Fraction,
     /// flat or graduated (null where there is no tax).
     pub rate_structure: Option<String>,
-    pub long_term_exclusion: f64,
-    pub long_term_cap: Option<f64>,
-    pub gain_deduction: f64,
+    /// The share of net long-term gain excluded.
+    pub long_term_exclusion: Fraction,
+    /// The highest rate on long-term gain; null when uncapped.
+    pub long_term_cap: Option<Fraction>,
+    /// USD of gain deducted.
+    pub gain_deduction: Usd,
     pub short_term_taxed: bool,
-    /// [{rate, over, on}]; on is income_above, gain_above or whole_gain_when_income_above.
-    pub surtaxes: Vec<Obj>,
+    pub surtaxes: Vec<GainsSurtax>,
     pub effective_from: String,
+    /// null while open-ended.
     pub effective_to: Option<String>,
-    /// {cite, url}.
-    pub citation: Obj,
+    pub citation: CitationView,
     pub note: Option<String>,
-    /// With explain=true and state.
+    /// With explain=true and state; absent otherwise.
+    #[oai(skip_serializing_if_is_none)]
     pub explanation: Option<String>,
 }
 
+/// The full table (the default).
 #[derive(Object)]
 pub struct FullGainsRates {
     pub success: bool,
+    /// Today (UTC).
     pub as_of: String,
     pub tax_year: i32,
+    /// By state code.
     pub states: BTreeMap<String, StateGainsRate>,
     pub disclaimer: String,
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use poem_openapi::{Object, Union};
 use serde_json::Value;
 
+use super::number::Fraction;
 use crate::listed_enum;
 
 /// `agent_id`: 1 to this many characters.
@@ -51,16 +52,16 @@ pub struct StateRate {
     pub state: String,
     pub name: String,
     /// The general state rate as a decimal (0.0625 is 6.25%).
-    pub state_rate: f64,
+    pub state_rate: Fraction,
     /// Whether local sales taxes (county, city, district) exist in the state.
     pub local_taxes: bool,
     /// A SaaS subscription (calculate's default transaction type, no other fact declared) is taxable.
     pub saas_taxable: bool,
     /// The share of a SaaS price that is taxed (Texas taxes 80%); 0 when not taxable.
-    pub saas_taxed_share: f64,
+    pub saas_taxed_share: Fraction,
     /// A digital good (no content type declared) is taxable.
     pub digital_goods_taxable: bool,
-    pub digital_goods_taxed_share: f64,
+    pub digital_goods_taxed_share: Fraction,
     /// saas_taxable or digital_goods_taxable: the compact form's `d` and POST /verify's `digitalTaxable`.
     pub digital_taxable: bool,
     /// The first day of the state rate in force.
@@ -89,7 +90,7 @@ pub struct RateTable {
 /// The compact form's entry: r the state rate, d digital_taxable.
 #[derive(Object)]
 pub struct CompactRate {
-    pub r: f64,
+    pub r: Fraction,
     pub d: bool,
 }
 
@@ -105,7 +106,7 @@ pub struct RuleCitation {
 #[derive(Object)]
 pub struct VerifiedRate {
     pub state: String,
-    pub state_rate: f64,
+    pub state_rate: Fraction,
     pub digital_taxable: bool,
     /// The state rate's citation.
     pub citation: CitationView,
@@ -147,7 +148,7 @@ pub struct LocalLayerView {
     /// county, city or special_district.
     pub level: String,
     pub name: String,
-    pub rate: f64,
+    pub rate: Fraction,
     pub citation: CitationView,
 }
 
@@ -156,7 +157,7 @@ pub struct LocalLayerView {
 pub struct SpecialTaxView {
     pub id: String,
     pub name: String,
-    pub rate: f64,
+    pub rate: Fraction,
     pub requires_seller_nexus: bool,
     pub note: Option<String>,
     pub citation: CitationView,
@@ -179,12 +180,12 @@ pub struct LocalRates {
     /// True when the local rate tables hold the zip code (or the state has no local sales taxes, so the state
     /// rate is the whole rate); false when local rates exist in the state but are not covered for this zip code.
     pub local_rates_covered: bool,
-    pub state_rate: f64,
+    pub state_rate: Fraction,
     pub state_rate_citation: CitationView,
     /// The sum of `layers`.
-    pub local_rate: f64,
+    pub local_rate: Fraction,
     /// state_rate + local_rate.
-    pub combined_rate: f64,
+    pub combined_rate: Fraction,
     pub layers: Vec<LocalLayerView>,
     pub special_taxes: Vec<SpecialTaxView>,
     /// Set when the zip code spans more than one local jurisdiction: the others it reaches into. The layers are
