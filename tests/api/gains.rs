@@ -250,6 +250,7 @@ async fn wash_sales(app: TestApp) {
     // 1f 4000 + 2700 + 800 + 5000 = 12500; 1g 5000 + 3120 + 1000 + 6000 = 15120; 1i 800; gain −2620 + 800 = −1820.
     let r = app.get("/api/v1/export/1099-da?year=2026", Some(&a.key)).await;
     assert_eq!(r.status, 200, "{}", r.text);
+    written_as_documented::<levy::api::schema::gains::Export1099Da>(&r.text);
     let t = &r.json["totals"]["short_term"];
     assert_eq!(
         (
@@ -364,6 +365,7 @@ async fn lists_exports_idempotency_and_tenancy(app: TestApp) {
     // The export of 2026: B2's 2 units short-term (259 / 240 / +19), B1 long-term (1295 / 1010 / +285).
     let r = app.get("/api/v1/export/1099-da", Some(&a.key)).await;
     assert_eq!((r.status, r.json["tax_year"].clone()), (200, json!(2026)));
+    written_as_documented::<levy::api::schema::gains::Export1099Da>(&r.text);
     let t = &r.json["totals"];
     assert_eq!(
         (
@@ -465,3 +467,11 @@ on_both!(
     lists_exports_idempotency_and_tenancy,
     capital_gains_rates
 );
+
+/// A body written in one pass by its own writer (the 1099-DA export: `gains::form1099da::render`), parsed into the
+/// type that documents it and written again by that type, is the same text byte for byte.
+fn written_as_documented<T: poem_openapi::types::ParseFromJSON + poem_openapi::types::ToJSON>(text: &str) {
+    let typed =
+        T::parse_from_json(serde_json::from_str(text).ok()).unwrap_or_else(|e| panic!("not a {}: {}\n{text}", T::name(), e.into_message()));
+    assert_eq!(typed.to_json().unwrap_or_default().to_string(), text, "{} writes it otherwise", T::name());
+}
