@@ -263,6 +263,9 @@ pub struct Config {
     /// The service's public base URL (LEVY_PUBLIC_URL, e.g. `https://levy.example.com`): the URL a payment names
     /// (x402's `resource`) and MPP's realm. Unset: the request's Host header, over https.
     pub public_url: Option<String>,
+    /// Whether per-address limits read the client's address from X-Forwarded-For (LEVY_TRUST_FORWARDED_FOR=1;
+    /// only behind a proxy of the operator's that sets it), not the TCP peer's.
+    pub trust_forwarded_for: bool,
 }
 
 impl Config {
@@ -280,6 +283,7 @@ impl Config {
             billing: Billing::from_env(),
             mpp: Mpp::from_env(),
             public_url: std::env::var("LEVY_PUBLIC_URL").ok().map(|v| v.trim().trim_end_matches('/').to_string()).filter(|v| !v.is_empty()),
+            trust_forwarded_for: std::env::var("LEVY_TRUST_FORWARDED_FOR").is_ok_and(|v| v == "1"),
         }
     }
 }

@@ -121,8 +121,7 @@ pub async fn serve(config: Config) -> Result<(), String> {
             .with_mpp(&config.mpp, config.public_url.as_deref())?
             .with_billing(&config.billing)?,
     );
-    let trust = std::env::var("LEVY_TRUST_FORWARDED_FOR").is_ok_and(|v| v == "1");
-    let endpoint = app(state.clone(), trust);
+    let endpoint = app(state.clone(), config.trust_forwarded_for);
     tokio::spawn(prune_counters(state));
     let backend = if config.database_url.starts_with("postgres") { "postgres" } else { "sqlite" };
     let listener = tokio::net::TcpListener::bind(&config.bind).await.map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;

@@ -17,6 +17,7 @@ use super::schema::accounts::{
     RecentTransaction, SignupRequest, SignupResponse, Usage,
 };
 use super::schema::billing::PlanStanding;
+use super::schema::number::{Exact, Usd};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::error_responses;
@@ -325,8 +326,8 @@ impl AccountsApi {
                     role: t.role,
                     buyer_state: t.buyer_state,
                     counterparty_id: t.counterparty_id,
-                    amount: t.amount,
-                    total_tax: t.total_tax,
+                    amount: Exact::of(decimal(&t.amount)),
+                    total_tax: Usd::cents(decimal(&t.total_tax)),
                 })
                 .collect(),
             recent_trades: trades
@@ -335,10 +336,10 @@ impl AccountsApi {
                     trade_id: t.id,
                     trade_type: t.trade_type,
                     asset_symbol: t.asset_symbol,
-                    quantity: t.quantity,
-                    price_per_unit: t.price_per_unit,
+                    quantity: Exact::normalized(decimal(&t.quantity)),
+                    price_per_unit: Exact::normalized(decimal(&t.price_per_unit)),
                     trade_date: iso(t.trade_date),
-                    realized_gain: t.realized_gain,
+                    realized_gain: t.realized_gain.as_deref().map(|g| Usd::cents(decimal(g))),
                 })
                 .collect(),
         };
@@ -357,4 +358,9 @@ impl AccountsApi {
         s.store.insert_agent(a.clone()).await.map_err(ApiError::from)?;
         Ok(AgentResponses::Created(Json(AgentCreated { success: true, agent: agent_view(&a) })))
     }
+}
+
+/// A decimal the ledger stored as text (it writes only valid decimals).
+fn decimal(text: &str) -> rust_decimal::Decimal {
+    text.parse().unwrap_or_default()
 }

@@ -84,8 +84,10 @@ async fn signup_login_me_and_keys(app: TestApp) {
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!(r.json["agent"]["work_type"], json!("compute"), "default work type");
     app.set_nexus(&key, &["TX"]).await;
-    let r = app.post("/api/v1/calculate", Some(&key), &json!({"amount": 100, "buyer_state": "TX", "counterparty_id": "c1"})).await;
-    assert_eq!(r.status, 200, "{}", r.text);
+    let c = app.post("/api/v1/calculate", Some(&key), &json!({"amount": 100, "buyer_state": "TX", "counterparty_id": "c1"})).await;
+    assert_eq!(c.status, 200, "{}", c.text);
+    // TX taxes 80% of a SaaS sale at 6.25%: 5.00 on 100.
+    assert_eq!(c.json["total_tax"].as_f64(), Some(5.0));
     let r = app.request("GET", "/api/v1/auth/me", None, &[("Authorization", &bearer)], None).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json["entity"]["entity_id"], json!(entity_id));
@@ -96,6 +98,10 @@ async fn signup_login_me_and_keys(app: TestApp) {
     assert_eq!(r.json["usage"]["calls"], json!(1));
     assert_eq!(r.json["usage"]["included"], json!(1500));
     assert_eq!(r.json["recent_transactions"].as_array().unwrap().len(), 1);
+    // The figures are numbers, as GET /transactions gives them, money with its cents.
+    let t = &r.json["recent_transactions"][0];
+    assert_eq!((t["amount"].as_f64(), t["total_tax"].as_f64()), (Some(100.0), Some(5.0)), "{}", r.text);
+    assert!(r.text.contains(r#""total_tax":5.00}"#), "{}", r.text);
     // A session token is not an API key, and an API key is not a session.
     let r = app.request("GET", "/api/v1/transactions", None, &[("Authorization", &bearer)], None).await;
     assert_eq!(r.status, 401);

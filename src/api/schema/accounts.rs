@@ -3,6 +3,7 @@
 use poem_openapi::{Enum, Object};
 
 use super::calculate::WorkType;
+use super::number::{Exact, Usd};
 
 #[derive(Enum, Clone, Copy)]
 #[oai(rename_all = "snake_case")]
@@ -256,26 +257,26 @@ pub struct RecentTransaction {
     pub role: String,
     pub buyer_state: String,
     pub counterparty_id: String,
-    /// The amount (USD) as recorded, as decimal text.
-    pub amount: String,
-    /// The total tax (USD) as recorded, as decimal text.
-    pub total_tax: String,
+    /// The amount (USD) as recorded.
+    pub amount: Exact,
+    /// The total tax (USD) as recorded.
+    pub total_tax: Usd,
 }
 
-/// A recorded trade, summarized. Quantities and amounts are exact decimal text.
+/// A recorded trade, summarized (its figures as GET /api/v1/trades gives them).
 #[derive(Object)]
 pub struct RecentTrade {
     pub trade_id: String,
     /// buy or sell.
     pub trade_type: String,
     pub asset_symbol: String,
-    pub quantity: String,
+    pub quantity: Exact,
     /// USD per unit.
-    pub price_per_unit: String,
+    pub price_per_unit: Exact,
     /// ISO 8601, UTC.
     pub trade_date: String,
     /// The gain or loss a sale realized (USD); null for a buy.
-    pub realized_gain: Option<String>,
+    pub realized_gain: Option<Usd>,
 }
 
 /// GET /api/v1/auth/me.
