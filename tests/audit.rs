@@ -192,7 +192,8 @@ fn a_malformed_divergence_is_a_located_diagnostic() {
 #[test]
 fn the_shared_tables_agree_with_our_rates_or_record_why() {
     let shared = common::rules_dir().join("../../shared/data/rates");
-    let names = ["fixtures_opensalestax_dor_grid.csv", "rates_zip5_202603.csv", "state_rates.csv", "saas_taxability.csv"];
+    let names =
+        ["fixtures_opensalestax_dor_grid.csv", "rates_zip5_202512.csv", "rates_zip5_202603.csv", "state_rates.csv", "saas_taxability.csv"];
     let reg = load_dir(&common::rules_dir()).0.unwrap();
     for name in names {
         let path = shared.join(name);
