@@ -1,0 +1,258 @@
+//! How the gains tracker's rows and rules read in its answers: lots, dispositions, positions, trades and the
+//! capital-gains table, as the types that document them.
+
+use super::*;
+
+pub(super) fn d(text: &str) -> Decimal {
+    text.parse().unwrap_or_default()
+}
+
+pub(super) fn t(x: Decimal) -> String {
+    x.normalize().to_string()
+}
+
+pub(super) fn day_of(ms: i64) -> NaiveDate {
+    DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default().date_naive()
+}
+
+pub(super) fn day_start_ms(day: NaiveDate) -> i64 {
+    day.and_hms_opt(0, 0, 0).map(|x| x.and_utc().timestamp_millis()).unwrap_or(0)
+}
+
+pub(super) fn day_end_ms(day: NaiveDate) -> i64 {
+    day_start_ms(day) + 86_400_000 - 1
+}
+
+pub(super) fn date_of(text: &str) -> NaiveDate {
+    NaiveDate::parse_from_str(text, "%Y-%m-%d").unwrap_or_default()
+}
+
+/// A quantity without trailing zeros.
+pub(super) fn qty(x: Decimal) -> Exact {
+    Exact::normalized(x)
+}
+
+/// A stored amount as money.
+pub(super) fn usd(text: &str) -> Usd {
+    Usd::cents(d(text))
+}
+
+pub(super) fn cite(c: &Citation) -> CitationView {
+    CitationView { cite: c.cite.clone(), url: c.url.clone() }
+}
+
+pub fn lot_view(l: &lot::Model) -> LotView {
+    LotView {
+        lot_id: l.id.clone(),
+        trade_id: l.trade_id.clone(),
+        asset_symbol: l.asset_symbol.clone(),
+        acquired: iso(l.acquired_at),
+        holding_period_start: l.holding_start.clone(),
+        quantity: qty(d(&l.quantity)),
+        cost_basis: usd(&l.cost_basis),
+        remaining_quantity: qty(d(&l.remaining_quantity)),
+        remaining_basis: usd(&l.remaining_basis),
+        wash_sale_adjustment: usd(&l.wash_adjustment),
+        wash_sale_replacement_for: l.replacement_for.clone(),
+        split_from: l.split_from.clone(),
+        status: if l.open { LotStatus::Open } else { LotStatus::Closed },
+    }
+}
+
+pub(super) fn wash_rule_view(rule: Option<&Dated<crate::rules::gains::WashSaleRule>>, class: Option<&str>, applies: bool) -> WashSaleInfo {
+    let reason = match (rule, class) {
+        (None, _) => "no wash-sale rule is in force on the trade date".to_string(),
+        (Some(_), None) => {
+            "asset_class not given: the wash-sale rule (IRC §1091) reaches stock and securities only, so it is not applied".to_string()
+        }
+        (Some(_), Some(c)) if applies => {
+            format!("asset_class {c}: IRC §1091 applies to a loss when the same symbol is bought within 30 days before or after the sale")
+        }
+        (Some(_), Some(c)) => format!(
+            "asset_class {c}: not stock or securities, so the wash-sale rule (IRC §1091) does not apply; a loss with a rebuy stays allowed"
+        ),
+    };
+    WashSaleInfo {
+        rule_applies: applies,
+        reason,
+        window_days: rule.map(|r| r.value.window_days),
+        citation: rule.map(|r| cite(&r.citation)),
+        disallowed_loss: None,
+        replaced_losses: None,
+        note: None,
+    }
+}
+
+/// A disposition with its reported figures (from [`form1099da::reported`]) and its replacement lots.
+pub(super) fn disposition_view(
+    x: &disposition::Model,
+    (p, b, w, g): (Decimal, Decimal, Decimal, Decimal),
+    replacements: Vec<Replacement>,
+) -> ConsumedLot {
+    ConsumedLot {
+        disposition_id: x.id.clone(),
+        lot_id: x.lot_id.clone(),
+        quantity: qty(d(&x.quantity)),
+        acquired: iso(x.acquired_at),
+        holding_period_start: x.holding_start.clone(),
+        sold: iso(x.sold_at),
+        cost_basis: Usd::cents(b),
+        proceeds: Usd::cents(p),
+        gain_or_loss: Usd::cents(p - b),
+        wash_sale_disallowed: Usd::cents(w),
+        realized_gain_or_loss: Usd::cents(g),
+        holding_days: x.holding_days,
+        term: term_view(&x.term),
+        wash_sale: DispositionWash { applicable: x.wash_applicable, unreplaced_quantity: qty(d(&x.wash_open_quantity)), replacements },
+    }
+}
+
+pub(super) fn is_long_term(term: &str) -> bool {
+    term == "long_term"
+}
+
+pub(super) fn term_view(term: &str) -> TermView {
+    if is_long_term(term) {
+        TermView::LongTerm
+    } else {
+        TermView::ShortTerm
+    }
+}
+
+pub(super) fn to_export(x: &disposition::Model) -> Disposition {
+    Disposition {
+        id: x.id.clone(),
+        trade_id: x.trade_id.clone(),
+        lot_id: x.lot_id.clone(),
+        asset_symbol: x.asset_symbol.clone(),
+        asset_name: x.asset_name.clone(),
+        asset_class: x.asset_class.clone(),
+        exchange: x.exchange.clone(),
+        quantity: d(&x.quantity),
+        acquired: day_of(x.acquired_at),
+        sold: day_of(x.sold_at),
+        proceeds: d(&x.proceeds),
+        cost_basis: d(&x.cost_basis),
+        wash_sale_disallowed: d(&x.wash_disallowed),
+        term: if is_long_term(&x.term) { Term::LongTerm } else { Term::ShortTerm },
+    }
+}
+
+pub(super) fn position_view(p: &position::Model) -> AssetSummary {
+    let (st, lt) = (d(&p.realized_short_term), d(&p.realized_long_term));
+    AssetSummary {
+        asset_symbol: p.asset_symbol.clone(),
+        asset_class: p.asset_class.clone().map(AssetClass),
+        asset_name: p.asset_name.clone(),
+        held_quantity: qty(d(&p.held_quantity)),
+        open_lots: p.open_lots,
+        remaining_basis: usd(&p.remaining_basis),
+        realized_short_term: Usd::cents(st),
+        realized_long_term: Usd::cents(lt),
+        realized_total: Usd::cents(st + lt),
+        wash_sale_disallowed: usd(&p.wash_disallowed),
+        buys: p.buys,
+        sells: p.sells,
+    }
+}
+
+pub(super) fn trade_view(row: &trade::Model) -> TradeRecord {
+    TradeRecord {
+        trade_id: row.id.clone(),
+        trade_type: TradeType(row.trade_type.clone()),
+        asset_symbol: row.asset_symbol.clone(),
+        asset_class: row.asset_class.clone().map(AssetClass),
+        quantity: qty(d(&row.quantity)),
+        price_per_unit: Exact::normalized(d(&row.price_per_unit)),
+        fee_amount: usd(&row.fee_amount),
+        trade_date: iso(row.trade_date),
+        recorded_at: iso(row.created_at),
+        accounting_method: row.accounting_method.clone().map(AccountingMethod),
+        realized_gain_or_loss: row.realized_gain.as_deref().map(usd),
+        exchange: row.exchange.clone(),
+        counterparty: row.counterparty.clone(),
+        notes: row.notes.clone(),
+        as_recorded: Recorded(serde_json::from_str(&row.result).unwrap_or(Value::Null)),
+    }
+}
+
+/// A typed body as the JSON text it is sent as.
+pub(super) fn json_text<T: ToJSON>(v: &T) -> String {
+    v.to_json().unwrap_or_default().to_string()
+}
+
+pub(super) fn state_rate_view(code: &str, entry: &Dated<StateGains>, explanation: Option<String>) -> StateGainsRate {
+    let g = &entry.value;
+    let surtax = |x: &crate::rules::gains::Surtax| GainsSurtax {
+        rate: Fraction::of(x.rate),
+        over: Usd::cents(x.over),
+        on: SurtaxOn(SurtaxOn::VALUES.get(x.on as usize).copied().unwrap_or_default().to_string()),
+    };
+    StateGainsRate {
+        state: code.to_string(),
+        kind: estimate::kind_name(g.kind).into(),
+        treatment: estimate::treatment(g).into(),
+        short_term_rate: Fraction::of(g.short_term()),
+        long_term_rate: Fraction::of(g.long_term()),
+        top_ordinary_rate: Fraction::of(g.rate),
+        rate_structure: g.graduated.map(|x| if x { "graduated" } else { "flat" }.to_string()),
+        long_term_exclusion: Fraction::of(g.long_term_exclusion),
+        long_term_cap: g.long_term_cap.map(Fraction::of),
+        gain_deduction: Usd::cents(g.gain_deduction),
+        short_term_taxed: g.kind != crate::rules::gains::StateKind::None && g.short_term_taxed,
+        surtaxes: g.surtaxes.iter().map(surtax).collect(),
+        effective_from: entry.from.to_string(),
+        effective_to: entry.to.map(|x| x.to_string()),
+        citation: cite(&entry.citation),
+        note: g.note.clone(),
+        explanation,
+    }
+}
+
+pub(super) fn explain_state(code: &str, g: &StateGains) -> String {
+    use crate::rules::gains::StateKind;
+    match g.kind {
+        StateKind::None => format!("{code} does not tax a resident individual's capital gains."),
+        StateKind::GainsExcise => {
+            let mut s = format!("{code} has no income tax but levies an excise of {} on long-term capital gains", pct(g.rate));
+            if !g.gain_deduction.is_zero() {
+                s.push_str(&format!(" above a deduction of {}", g.gain_deduction.normalize()));
+            }
+            s.push('.');
+            for x in &g.surtaxes {
+                s.push_str(&format!(" A further {} applies to taxable gains over {}.", pct(x.rate), x.over.normalize()));
+            }
+            if !g.short_term_taxed {
+                s.push_str(" Short-term gains are not taxed.");
+            }
+            s
+        }
+        StateKind::IncomeTax => {
+            let mut s = format!(
+                "{code} taxes capital gains as income at {} ({}).",
+                pct(g.rate),
+                if g.graduated == Some(true) { "the top bracket of a graduated schedule" } else { "a flat rate" }
+            );
+            if let Some(r) = g.short_term_rate {
+                s.push_str(&format!(" Short-term gains are taxed at {}.", pct(r)));
+            }
+            if let Some(r) = g.long_term_rate {
+                s.push_str(&format!(" Long-term gains are taxed at {}.", pct(r)));
+            }
+            if !g.long_term_exclusion.is_zero() {
+                s.push_str(&format!(" {} of net long-term gain is excluded.", pct(g.long_term_exclusion)));
+            }
+            if let Some(c) = g.long_term_cap {
+                s.push_str(&format!(" Long-term gain is taxed at no more than {}.", pct(c)));
+            }
+            if !g.gain_deduction.is_zero() {
+                s.push_str(&format!(" The first {} of gain is deducted.", g.gain_deduction.normalize()));
+            }
+            for x in &g.surtaxes {
+                s.push_str(&format!(" A surtax of {} applies above {}.", pct(x.rate), x.over.normalize()));
+            }
+            s.push_str(&format!(" Effective top rates: short-term {}, long-term {}.", pct(g.short_term()), pct(g.long_term())));
+            s
+        }
+    }
+}
