@@ -459,9 +459,11 @@ on_both!(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_log_is_copied_in_the_background_and_starts_again() {
-    // The writer's own automatic checkpoint waits for 25,000 log pages (store::wal). Between requests made one
-    // after another the background copies catch up, and the next transaction starts the log again (under
-    // continuous load, the writer's restart does at 10,000 pages). 25 ingest requests of 100 records write about
+    // The writer's own automatic checkpoint waits for 25,000 log pages (store::wal). Between requests made a
+    // moment apart the background copies catch up, and the next transaction starts the log again (under
+    // continuous load, the writer's restart does at 10,000 pages). The pause is the copier's chance to run when
+    // the machine is busy with the other tests: back to back, a starved copier never finishes a copy before the
+    // next write, and the log keeps growing until the writer's restart. 25 ingest requests of 100 records write about
     // 2,900 pages (a record's row is some 4.7 KB: its body is packed, but its 2 KB of metadata is stored as sent,
     // in the row's metadata and in its request): without the restarts the log file would hold all of them,
     // about 12 MB.
@@ -473,6 +475,7 @@ async fn sqlite_log_is_copied_in_the_background_and_starts_again() {
         let records: Vec<Value> = (0..100).map(|i| json!({"amount": 100 + i, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": format!("cp-{i}"), "external_tx_id": format!("w-{n}-{i}"), "metadata": {"note": format!("{:>2000}", n * 100 + i)}})).collect();
         let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &json!(records)).await;
         assert_eq!(r.status, 201, "{}", r.text);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(app.ledger_rows(&a.entity_id).await, 2500);
     // The copies run every 20 ms: give a slow machine up to 10 s to catch up with the last requests.
