@@ -188,7 +188,7 @@ fn validated_values(field: &str) -> Option<Vec<&'static str>> {
         "network_visibility" | "visibility" => vec!["public", "private"],
         // A network profile's work type (src/api/network.rs).
         "work_type" => WORK_TYPES.to_vec(),
-        // Query parameters of GET /rates/capital-gains, read with the list they document (src/api/trades.rs).
+        // Query parameters of GET /rates/capital-gains, read with the list they document (src/api/trades/mod.rs).
         "format" => levy::api::schema::param::GainsFormat::VALUES.to_vec(),
         "explain" => vec!["true", "false"],
         // Signup's state and the query parameters' states are read in either case (compared upper-cased below).
