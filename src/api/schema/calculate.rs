@@ -186,7 +186,7 @@ pub struct TaxLine {
     /// Why the line is what it is (an exemption, missing nexus, a marketplace collection).
     #[oai(skip_serializing_if_is_none)]
     pub reason: Option<String>,
-    /// The result of the rule applied when it is not plainly taxable (an exemption type, not_taxable, …).
+    /// With the rule's own reason: what the rule decided (taxable, or an exemption type).
     #[oai(skip_serializing_if_is_none)]
     pub exemption: Option<String>,
     /// Use tax: the state rate.
@@ -310,7 +310,7 @@ pub struct RoutingEntry {
 /// Why the tax is 0: an exemption certificate the caller holds, or the rule that exempts the whole sale.
 #[derive(Object)]
 pub struct Exemption {
-    /// exemption_certificate, or the rule's result (an exemption type, not_taxable, …).
+    /// exemption_certificate, or the exemption type the rule applied.
     #[oai(rename = "type")]
     pub kind: String,
     /// The rule's reason.
