@@ -244,14 +244,19 @@ impl BillingApi {
         }
         let counts = s.store.month_counts(&owner.entity.id, month_ms).await.map_err(ApiError::from)?;
         let statement = Statement::new(&s.plans, &owner.entity, month_ms, now_ms, &counts);
-        Ok(UsageResponses::Ok(Json(UsageStatement {
-            success: true,
-            products: usage_lines(&statement),
-            overage_usd: money(statement.overage_usd()),
-            entity_id: statement.entity_id,
-            email: statement.email,
-            month: statement.month,
-            plan_status: statement.status.to_string(),
-        })))
+        Ok(UsageResponses::Ok(Json(usage_statement(statement))))
+    }
+}
+
+/// A month's statement as GET /api/v1/usage answers it (and `levy accounts usage --format json` prints it).
+pub fn usage_statement(statement: Statement) -> UsageStatement {
+    UsageStatement {
+        success: true,
+        products: usage_lines(&statement),
+        overage_usd: money(statement.overage_usd()),
+        entity_id: statement.entity_id,
+        email: statement.email,
+        month: statement.month,
+        plan_status: statement.status.to_string(),
     }
 }

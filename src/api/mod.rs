@@ -182,6 +182,7 @@ pub enum ApiTags {
 }
 
 pub use crate::engine::render::API_VERSION;
+pub use billing::usage_statement;
 
 /// The version of the interface this server implements (the spec's Versioning section, item 2): the OpenAPI
 /// document's `info.version`. Not the crate's version, which numbers builds of this implementation.

@@ -10,7 +10,6 @@
 pub mod changes;
 
 use rust_decimal::Decimal;
-use serde_json::{json, Value};
 
 use crate::ledger::{month_start_ms, monthly_call};
 use crate::plans::{Plan, Plans, DEFAULT_PLAN};
@@ -214,25 +213,6 @@ impl Statement {
     /// The total of the lines' overage amounts, to the cent.
     pub fn overage_usd(&self) -> Decimal {
         self.lines.iter().filter_map(|l| l.overage_usd).sum::<Decimal>().round_dp(2)
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({
-            "entity_id": self.entity_id,
-            "email": self.email,
-            "month": self.month,
-            "plan_status": self.status,
-            "products": self.lines.iter().map(|l| json!({
-                "product": l.product.id(),
-                "plan": l.plan,
-                "calls": l.calls,
-                "included": l.included,
-                "overage_calls": l.overage_calls,
-                "overage_usd_per_call": l.overage_usd_per_call.map(|d| d.normalize().to_string()),
-                "overage_usd": l.overage_usd.map(money),
-            })).collect::<Vec<_>>(),
-            "overage_usd": money(self.overage_usd()),
-        })
     }
 
     /// The CSV header of [`Statement::csv_rows`].

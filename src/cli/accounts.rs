@@ -1,6 +1,7 @@
 //! The operator's account commands: set a plan without a payment processor, list the accounts, and export the
 //! month's usage statements (CSV or JSON) from which overage is billed.
 
+use poem_openapi::types::ToJSON;
 use serde_json::Value;
 
 use crate::billing::{month_label, parse_month, Product, Standing, Statement};
@@ -79,7 +80,11 @@ pub async fn usage(store: &Store, plans: &Plans, now_ms: i64, month: Option<&str
         statements.push(Statement::new(plans, &a, month_ms, now_ms, &counts));
     }
     match format {
-        "json" => serde_json::to_string_pretty(&statements.iter().map(Statement::to_json).collect::<Vec<_>>()).map_err(|e| e.to_string()),
+        // Each account's statement as GET /api/v1/usage answers it.
+        "json" => {
+            let answers: Vec<_> = statements.into_iter().map(|s| crate::api::usage_statement(s).to_json().unwrap_or_default()).collect();
+            serde_json::to_string_pretty(&answers).map_err(|e| e.to_string())
+        }
         "csv" => {
             let mut lines = vec![Statement::CSV_HEADER.to_string()];
             lines.extend(statements.iter().flat_map(Statement::csv_rows));
