@@ -124,7 +124,7 @@ pub struct PayPerCallOffer {
 }
 
 /// Paying by MPP, through Stripe (only `note` while MPP is off on this server).
-#[derive(Object, Clone, Debug)]
+#[derive(Object, Clone, Debug, Default)]
 pub struct MppOffer {
     /// stripe.
     #[oai(skip_serializing_if_is_none)]
@@ -142,6 +142,22 @@ pub struct MppOffer {
     #[oai(skip_serializing_if_is_none)]
     pub header: Option<String>,
     pub note: String,
+}
+
+impl PayPerCallOffer {
+    /// The x402 offer at the plans' per-call price, its network, payee and MPP to be filled in.
+    pub fn x402(ppc: &crate::plans::PayPerCall) -> PayPerCallOffer {
+        PayPerCallOffer {
+            id: ppc.id.clone(),
+            price_usd_per_call: Exact::of(ppc.price_usd_per_call),
+            currency: "USDC".into(),
+            header: "X-PAYMENT".into(),
+            network: None,
+            payee: None,
+            note: String::new(),
+            mpp: None,
+        }
+    }
 }
 
 /// The statuses whose envelope carries `agent_guide`.

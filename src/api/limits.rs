@@ -10,7 +10,6 @@ use poem::http::StatusCode;
 
 use super::context::set_header;
 use super::error::{ApiError, ErrorCode, PayPerCallOffer, SignupBlock};
-use super::schema::number::Exact;
 use super::AppState;
 use crate::ledger::burst_call;
 use crate::plans::Plans;
@@ -255,21 +254,5 @@ pub fn signup_block(plans: &Plans) -> SignupBlock {
         url: "/api/v1/auth/signup".into(),
         free_tier: format!("{}, no card required", plans.free_allowance()),
         required_fields: ["email", "password", "agent_name", "agent_work_type"].map(String::from).to_vec(),
-    }
-}
-
-impl PayPerCallOffer {
-    /// The x402 offer at the plans' per-call price, its network, payee and MPP to be filled in.
-    pub fn x402(ppc: &crate::plans::PayPerCall) -> PayPerCallOffer {
-        PayPerCallOffer {
-            id: ppc.id.clone(),
-            price_usd_per_call: Exact::of(ppc.price_usd_per_call),
-            currency: "USDC".into(),
-            header: "X-PAYMENT".into(),
-            network: None,
-            payee: None,
-            note: String::new(),
-            mpp: None,
-        }
     }
 }

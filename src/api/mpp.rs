@@ -55,12 +55,8 @@ impl AppState {
                 }
             }
             None => MppOffer {
-                method: None,
-                intent: None,
-                amount: None,
-                currency: None,
-                header: None,
                 note: "MPP payments are not configured on this server; sign up for a free API key instead".into(),
+                ..MppOffer::default()
             },
         }
     }
