@@ -23,7 +23,7 @@ use crate::clock::iso;
 use crate::error_responses;
 use crate::security::{check_login_password, hash_password, new_id, new_session_token, sha256_hex};
 use crate::store::entity::{agent, entity, session};
-use crate::store::StoreError;
+use crate::store::{decimal, StoreError};
 
 pub struct AccountsApi(pub Arc<AppState>);
 
@@ -358,9 +358,4 @@ impl AccountsApi {
         s.store.insert_agent(a.clone()).await.map_err(ApiError::from)?;
         Ok(AgentResponses::Created(Json(AgentCreated { success: true, agent: agent_view(&a) })))
     }
-}
-
-/// A decimal the ledger stored as text (it writes only valid decimals).
-fn decimal(text: &str) -> rust_decimal::Decimal {
-    text.parse().unwrap_or_default()
 }

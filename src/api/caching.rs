@@ -6,6 +6,7 @@ use poem_openapi::types::ToJSON;
 use sha2::{Digest, Sha256};
 
 use super::context::set_header;
+use super::payload::JsonText;
 
 /// Public, shared caches may keep an answer for an hour: the figures change only with the rules (a new version,
 /// so a new tag) or at midnight UTC when a dated entry takes effect, and `as_of` pins a date.
@@ -37,10 +38,11 @@ pub fn not_modified(if_none_match: Option<&str>, rules_version: &str, path: &str
     current
 }
 
-/// [`not_modified`] for a typed body: the tag is of the text it is sent as (`payload::Json` writes the same).
-pub fn not_modified_json<T: ToJSON>(if_none_match: Option<&str>, rules_version: &str, path: &str, body: &T) -> bool {
-    let text = body.to_json().unwrap_or_default().to_string();
-    not_modified(if_none_match, rules_version, path, &text)
+/// [`not_modified`] for a typed body, written once: its text to send, or `None` when the caller's copy is
+/// current (answer 304).
+pub fn unless_current<T: ToJSON>(if_none_match: Option<&str>, rules_version: &str, path: &str, body: &T) -> Option<JsonText<T>> {
+    let text = JsonText::typed(body);
+    (!not_modified(if_none_match, rules_version, path, &text.body)).then_some(text)
 }
 
 #[cfg(test)]

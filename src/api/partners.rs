@@ -27,6 +27,7 @@ use crate::clock::iso;
 use crate::error_responses;
 use crate::partners::{self as terms, Period};
 use crate::security::{hash_password, new_id, new_ordered_id, sha256_hex};
+use crate::store::decimal;
 use crate::store::entity::{agent, entity, partner, partner_user};
 use crate::store::partners::{Claimed, Deleted, NewPartnerUser, Nonce, Provisioned};
 
@@ -40,10 +41,6 @@ fn forbidden(message: impl Into<String>) -> ApiError {
 
 fn signature_invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::WebhookSignatureInvalid, message)
-}
-
-fn decimal(text: &str) -> Decimal {
-    text.parse().unwrap_or_default()
 }
 
 impl AppState {

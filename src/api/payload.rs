@@ -267,10 +267,14 @@ impl<T: Type + ToJSON + Send> Payload for Json<T> {
     }
 }
 
+/// `v` as the JSON text a typed response sends (`Json<T>`, `JsonText::typed`).
+pub fn text_of<T: ToJSON>(v: &T) -> String {
+    v.to_json().map(|v| serde_json::to_string(&v).unwrap_or_else(|_| "null".into())).unwrap_or_else(|| "null".into())
+}
+
 impl<T: ToJSON + Send> IntoResponse for Json<T> {
     fn into_response(self) -> Response {
-        let body = self.0.to_json().map(|v| serde_json::to_string(&v).unwrap_or_else(|_| "null".into())).unwrap_or_else(|| "null".into());
-        Response::builder().content_type("application/json").body(body)
+        Response::builder().content_type("application/json").body(text_of(&self.0))
     }
 }
 
@@ -315,9 +319,12 @@ impl<T> JsonText<T> {
     pub fn new(body: String) -> Self {
         JsonText { body, _schema: PhantomData }
     }
+}
 
-    pub fn value(v: &Value) -> Self {
-        JsonText::new(serde_json::to_string(v).unwrap_or_else(|_| "null".into()))
+impl<T: ToJSON> JsonText<T> {
+    /// A typed body written once, for a caller that needs its text too (an ETag, a stored answer).
+    pub fn typed(v: &T) -> Self {
+        JsonText::new(text_of(v))
     }
 }
 

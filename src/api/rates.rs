@@ -12,10 +12,10 @@ use poem_openapi::{ApiResponse, OpenApi};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use super::caching::not_modified_json;
+use super::caching::unless_current;
 use super::context::client_ip;
 use super::error::ApiError;
-use super::payload::{Body, Json};
+use super::payload::{Body, Json, JsonText};
 use super::schema::number::Fraction;
 use super::schema::param::{is_zip, listed_query, state_query, text, true_false_query, IsoDate, Param, StateParam, TrueFalse, ZipParam};
 use super::schema::rates::{
@@ -26,7 +26,7 @@ use super::{ApiTags, AppState};
 use crate::engine::render::DISCLAIMER;
 use crate::engine::table::{self, StateRates};
 use crate::error_responses;
-use crate::rules::registry::{in_force, Citation};
+use crate::rules::registry::in_force;
 use crate::rules::schema::{state_index, STATES};
 
 pub struct PublicRatesApi(pub Arc<AppState>);
@@ -44,7 +44,7 @@ pub struct PublicRatesApi(pub Arc<AppState>);
 pub enum TableResponse {
     /// The table: full (default), verified, or compact.
     #[oai(status = 200)]
-    Ok(Json<RatesBody>),
+    Ok(JsonText<RatesBody>),
     /// If-None-Match names the current ETag: no body.
     #[oai(status = 304)]
     NotModified,
@@ -68,7 +68,7 @@ error_responses!(TableErrors {
 pub enum LocalResponse {
     /// The combined rate at the zip code, with each layer.
     #[oai(status = 200)]
-    Ok(Json<Box<LocalRates>>),
+    Ok(JsonText<LocalRates>),
     /// If-None-Match names the current ETag: no body.
     #[oai(status = 304)]
     NotModified,
@@ -99,10 +99,6 @@ const LOCAL_PATH: &str = "/api/v1/rates/local";
 /// A rate or a share as the table writes it: its digits, no trailing zeros.
 fn f(d: Decimal) -> Fraction {
     Fraction::of(d)
-}
-
-fn cite(c: &Citation) -> CitationView {
-    CitationView { cite: c.cite.clone(), url: c.url.clone() }
 }
 
 /// `as_of` as sent, or today from the service clock; before the rules' coverage is 404.
@@ -142,7 +138,7 @@ fn full_row(row: &StateRates, explanation: Option<RateExplanation>) -> StateRate
         digital_taxable: row.digital_taxable(),
         effective_from: row.state_rate.from.to_string(),
         effective_to: row.state_rate.to.map(|d| d.to_string()),
-        citation: cite(&row.state_rate.citation),
+        citation: CitationView::from(&row.state_rate.citation),
         explanation,
     }
 }
@@ -161,13 +157,13 @@ fn verified_row(s: &AppState, row: &StateRates) -> VerifiedRate {
         state: row.code.to_string(),
         state_rate: f(row.rate()),
         digital_taxable: row.digital_taxable(),
-        citation: cite(&row.state_rate.citation),
+        citation: CitationView::from(&row.state_rate.citation),
         effective_from: row.state_rate.from.to_string(),
         effective_to: row.state_rate.to.map(|d| d.to_string()),
         last_checked: row.state_rate.citation.checked.map(|d| d.to_string()),
         rule_ids: ids,
         rules,
-        local_taxes_citation: row.local_taxes.map(|d| cite(&d.citation)),
+        local_taxes_citation: row.local_taxes.map(|d| CitationView::from(&d.citation)),
     }
 }
 
@@ -259,10 +255,8 @@ impl PublicRatesApi {
                 })
             }
         };
-        if not_modified_json(if_none_match.0.as_deref(), &reg.version, RATES_PATH, &body) {
-            return Ok(TableResponse::NotModified);
-        }
-        Ok(TableResponse::Ok(Json(body)))
+        Ok(unless_current(if_none_match.0.as_deref(), &reg.version, RATES_PATH, &body)
+            .map_or(TableResponse::NotModified, TableResponse::Ok))
     }
 
     /// Combined state and local rate at a zip code
@@ -341,7 +335,7 @@ impl PublicRatesApi {
                     rate: f(rate.value),
                     requires_seller_nexus: t.requires_seller_nexus,
                     note: t.note.clone(),
-                    citation: cite(&rate.citation),
+                    citation: CitationView::from(&rate.citation),
                 })
             })
             .collect();
@@ -356,22 +350,25 @@ impl PublicRatesApi {
             jurisdiction: det.jurisdiction.clone(),
             local_rates_covered: in_tables || !local_taxes,
             state_rate: f(det.state_rate),
-            state_rate_citation: cite(&det.state_rate_citation),
+            state_rate_citation: CitationView::from(&det.state_rate_citation),
             local_rate: f(det.local_rate),
             combined_rate: f(det.combined_rate),
             layers: det
                 .layers
                 .iter()
-                .map(|l| LocalLayerView { level: l.level.clone(), name: l.name.clone(), rate: f(l.rate), citation: cite(&l.citation) })
+                .map(|l| LocalLayerView {
+                    level: l.level.clone(),
+                    name: l.name.clone(),
+                    rate: f(l.rate),
+                    citation: CitationView::from(&l.citation),
+                })
                 .collect(),
             special_taxes,
             split,
             note,
         };
-        if not_modified_json(if_none_match.0.as_deref(), &reg.version, LOCAL_PATH, &view) {
-            return Ok(LocalResponse::NotModified);
-        }
-        Ok(LocalResponse::Ok(Json(Box::new(view))))
+        Ok(unless_current(if_none_match.0.as_deref(), &reg.version, LOCAL_PATH, &view)
+            .map_or(LocalResponse::NotModified, LocalResponse::Ok))
     }
 
     /// Compare rate tables with levy's
@@ -413,13 +410,17 @@ impl PublicRatesApi {
                     field: "rate".into(),
                     theirs: entry.rate_sent.clone(),
                     ours: f(row.rate()).to_json().unwrap_or_default(),
-                    citation: cite(&row.state_rate.citation),
+                    citation: CitationView::from(&row.state_rate.citation),
                 });
             }
             if let Some(d) = entry.digital_taxable.filter(|d| *d != row.digital_taxable()) {
                 agrees = false;
                 let leg_rule = if row.saas_taxable() || !row.digital_goods_taxable() { &row.saas } else { &row.digital_good };
-                let citation = leg_rule.legs.first().map(|l| cite(&l.citation)).unwrap_or_else(|| cite(&row.state_rate.citation));
+                let citation = leg_rule
+                    .legs
+                    .first()
+                    .map(|l| CitationView::from(&l.citation))
+                    .unwrap_or_else(|| CitationView::from(&row.state_rate.citation));
                 discrepancies.push(RateDiscrepancy {
                     state: row.code.to_string(),
                     field: "digitalTaxable".into(),

@@ -26,7 +26,7 @@ use crate::api::schema::number::{Fraction, Usd};
 use crate::api::schema::rates::CitationView;
 use crate::engine::money::cents;
 use crate::rules::gains::{GainsRules, Schedule, StateGains, StateKind, SurtaxBase};
-use crate::rules::registry::{in_force, Citation, Dated};
+use crate::rules::registry::{in_force, Dated};
 use crate::rules::schema::{FILING_STATUSES, STATES};
 
 /// A sale's realized gain after wash-sale adjustments, by term.
@@ -59,10 +59,6 @@ fn money(d: Decimal) -> Option<Usd> {
 
 fn rate(d: Decimal) -> Option<Fraction> {
     Some(Fraction::of(d))
-}
-
-fn cite(c: &Citation) -> CitationView {
-    CitationView { cite: c.cite.clone(), url: c.url.clone() }
 }
 
 /// The tax on the slice of income from `lo` to `hi` under one status's schedule.
@@ -160,7 +156,7 @@ pub fn federal(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Fe
             rate: self::rate(rate.value),
             total_tax: money(tax),
             assumptions: Some(assumptions),
-            citations: Some(vec![cite(&rate.citation)]),
+            citations: Some(vec![CitationView::from(&rate.citation)]),
             ..FederalEstimate::default()
         };
     }
@@ -269,11 +265,11 @@ fn individual(
         marginal_rates: Some(marginal),
         assumptions: Some(assumptions),
         citations: Some(vec![
-            cite(&y.ordinary.citation),
-            cite(&y.long_term.citation),
-            cite(&y.deduction.citation),
-            cite(&y.niit.citation),
-            cite(&y.loss_limit.citation),
+            CitationView::from(&y.ordinary.citation),
+            CitationView::from(&y.long_term.citation),
+            CitationView::from(&y.deduction.citation),
+            CitationView::from(&y.niit.citation),
+            CitationView::from(&y.loss_limit.citation),
         ]),
     }
 }
@@ -371,7 +367,7 @@ pub fn state(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Stat
         surtax: money(surtax),
         total_tax: money(base + surtax),
         assumptions: Some(assumptions),
-        citation: Some(cite(&entry.citation)),
+        citation: Some(CitationView::from(&entry.citation)),
         note: MaybeUndefined::from_opt_null(t.note.clone()),
     }
 }

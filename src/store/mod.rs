@@ -76,6 +76,11 @@ fn is_connection_error(e: &sea_orm::sqlx::Error) -> bool {
 /// SQLite's 32,766 and PostgreSQL's 65,535 (scripts on PostgreSQL write their values into the text instead).
 pub const ROWS_PER_STATEMENT: usize = 500;
 
+/// A decimal the store keeps as text (amounts, quantities, rates: it writes only valid ones; 0 for anything else).
+pub fn decimal(text: &str) -> rust_decimal::Decimal {
+    text.parse().unwrap_or_default()
+}
+
 /// For additions applied together as one sum per key: the running total just after each addition, in the
 /// order given, from each key's total after all of them. What applying them one by one would have seen.
 pub fn running_totals<K: std::hash::Hash + Eq + Clone>(additions: &[(K, i64)], finals: &std::collections::HashMap<K, i64>) -> Vec<i64> {

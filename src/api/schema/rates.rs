@@ -31,6 +31,12 @@ pub struct CitationView {
     pub url: Option<String>,
 }
 
+impl From<&crate::rules::registry::Citation> for CitationView {
+    fn from(c: &crate::rules::registry::Citation) -> Self {
+        CitationView { cite: c.cite.clone(), url: c.url.clone() }
+    }
+}
+
 /// A plain explanation of one state's law, built from its rule files (explain=true with state).
 #[derive(Object)]
 pub struct RateExplanation {

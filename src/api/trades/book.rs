@@ -44,7 +44,7 @@ impl AppState {
             note: "the broker files the official form and is named in each entry's exchange; this draft is the recipient's own ledger"
                 .into(),
         };
-        form1099da::render(year, generated_at, &json_text(&payer), &json_text(&recipient), rows).0
+        form1099da::render(year, generated_at, &text_of(&payer), &text_of(&recipient), rows).0
     }
 
     pub(super) async fn record_trade(
@@ -84,7 +84,7 @@ impl AppState {
             (self.buy(&txn, account, req, &mut pos, &trade_id, now_ms).await?, None)
         };
         // Kept as text: the trade row and an idempotent replay send these bytes again.
-        let text = json_text(&body);
+        let text = text_of(&body);
         pos.updated_at = now_ms;
         Store::save_position(&txn, pos).await?;
         let row = trade::Model {
@@ -510,7 +510,7 @@ impl AppState {
                 wash_open: loss_open && matched[i] < c.quantity,
                 wash_open_quantity: t(if loss_open { c.quantity - matched[i] } else { Decimal::ZERO }),
                 wash_open_loss: t(if loss_open { -c.gain() - disallowed[i] } else { Decimal::ZERO }),
-                replacements: json_text(&reps),
+                replacements: text_of(&reps),
             };
             Store::insert_disposition(conn, row.clone()).await?;
             let allowed = c.gain() + disallowed[i];

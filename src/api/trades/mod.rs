@@ -22,11 +22,11 @@ use sea_orm::{ConnectionTrait, TransactionTrait};
 use serde_json::Value;
 
 use super::auth::KeyAuth;
-use super::caching::not_modified_json;
+use super::caching::unless_current;
 use super::error::ApiError;
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::ledger::parse_since;
-use super::payload::{Body, Json, JsonText};
+use super::payload::{text_of, Body, Json, JsonText};
 use super::schema::gains::{
     AccountingMethod, AssetClass, AssetSummary, CapitalGainsRates, CompactGainsRate, ConsumedLot, DispositionWash, Export1099Da,
     Form1099DaPayer, Form1099DaRecipient, FullGainsRates, GainsSurtax, LotStatus, LotView, Recorded, ReplacedLoss, Replacement, SellTotals,
@@ -50,7 +50,7 @@ use crate::gains::lots::pro_rata;
 use crate::gains::request::is_symbol;
 use crate::gains::{exact_quantity, match_sell, quantity_text, wash, EntityType, Lot, Method, Term, TradeRequest};
 use crate::rules::gains::StateGains;
-use crate::rules::registry::{Citation, Dated};
+use crate::rules::registry::Dated;
 use crate::rules::schema::STATES;
 use crate::security::new_ordered_id;
 use crate::store::entity::{disposition, entity, lot, position, trade};
@@ -133,7 +133,7 @@ error_responses!(ExportErrors {
 pub enum RatesResponse {
     /// Each state's treatment: the full table, or the compact form.
     #[oai(status = 200)]
-    Ok(Json<CapitalGainsRates>),
+    Ok(JsonText<CapitalGainsRates>),
     /// If-None-Match names the current ETag: no body.
     #[oai(status = 304)]
     NotModified,
@@ -450,9 +450,7 @@ impl RatesApi {
                 disclaimer: DISCLAIMER.to_string(),
             })
         };
-        if not_modified_json(if_none_match.0.as_deref(), &s.registry.version, "/api/v1/rates/capital-gains", &body) {
-            return Ok(RatesResponse::NotModified);
-        }
-        Ok(RatesResponse::Ok(Json(body)))
+        Ok(unless_current(if_none_match.0.as_deref(), &s.registry.version, "/api/v1/rates/capital-gains", &body)
+            .map_or(RatesResponse::NotModified, RatesResponse::Ok))
     }
 }

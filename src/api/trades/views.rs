@@ -3,9 +3,7 @@
 
 use super::*;
 
-pub(super) fn d(text: &str) -> Decimal {
-    text.parse().unwrap_or_default()
-}
+pub(super) use crate::store::decimal as d;
 
 pub(super) fn t(x: Decimal) -> String {
     x.normalize().to_string()
@@ -35,10 +33,6 @@ pub(super) fn qty(x: Decimal) -> Exact {
 /// A stored amount as money.
 pub(super) fn usd(text: &str) -> Usd {
     Usd::cents(d(text))
-}
-
-pub(super) fn cite(c: &Citation) -> CitationView {
-    CitationView { cite: c.cite.clone(), url: c.url.clone() }
 }
 
 pub fn lot_view(l: &lot::Model) -> LotView {
@@ -76,7 +70,7 @@ pub(super) fn wash_rule_view(rule: Option<&Dated<crate::rules::gains::WashSaleRu
         rule_applies: applies,
         reason,
         window_days: rule.map(|r| r.value.window_days),
-        citation: rule.map(|r| cite(&r.citation)),
+        citation: rule.map(|r| CitationView::from(&r.citation)),
         disallowed_loss: None,
         replaced_losses: None,
         note: None,
@@ -176,11 +170,6 @@ pub(super) fn trade_view(row: &trade::Model) -> TradeRecord {
     }
 }
 
-/// A typed body as the JSON text it is sent as.
-pub(super) fn json_text<T: ToJSON>(v: &T) -> String {
-    v.to_json().unwrap_or_default().to_string()
-}
-
 pub(super) fn state_rate_view(code: &str, entry: &Dated<StateGains>, explanation: Option<String>) -> StateGainsRate {
     let g = &entry.value;
     let surtax = |x: &crate::rules::gains::Surtax| GainsSurtax {
@@ -203,7 +192,7 @@ pub(super) fn state_rate_view(code: &str, entry: &Dated<StateGains>, explanation
         surtaxes: g.surtaxes.iter().map(surtax).collect(),
         effective_from: entry.from.to_string(),
         effective_to: entry.to.map(|x| x.to_string()),
-        citation: cite(&entry.citation),
+        citation: CitationView::from(&entry.citation),
         note: g.note.clone(),
         explanation,
     }
