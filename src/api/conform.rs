@@ -48,6 +48,19 @@ pub fn parse<T: Type + ParseFromJSON + 'static>(mut value: Value) -> Result<T, A
     T::parse_from_json(Some(value)).map_err(|e| ApiError::field("body", e.into_message()))
 }
 
+/// A query or header parameter's text checked against `T`'s documented schema (its length, pattern, format or enum):
+/// INVALID_INPUT naming `name` when it breaks it.
+pub fn parameter<T: Type + 'static>(name: &str, text: &str) -> Result<(), ApiError> {
+    let contract = contract::<T>();
+    let mut out = Vec::new();
+    contract.value(&contract.root, &mut Value::String(text.to_string()), name, &mut out);
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::fields(&out))
+    }
+}
+
 impl Contract {
     pub fn of<T: Type>() -> Contract {
         let mut registry = Registry::new();

@@ -212,7 +212,7 @@ impl NetworkApi {
     async fn get(&self, auth: KeyAuth, agent_id: Query<Option<Param<AgentIdParam>>>) -> Result<GetProfileResponses, GetProfileErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
-        let agent_id = agent_id.0.map(|p| p.0);
+        let agent_id = agent_id.0.map(|p| p.checked("agent_id")).transpose()?;
         let found = s.store.own_profile(&owner.entity.id, agent_id.as_deref()).await.map_err(ApiError::from)?;
         let Some(p) = found else {
             return Err(ApiError::not_found(match agent_id {
@@ -242,16 +242,15 @@ impl NetworkApi {
     ) -> Result<DirectoryResponses, DirectoryErrors> {
         let s = &self.0;
         s.check_network_read(&client_ip()).await?;
-        if let Some(a) = agent_id.0.map(|p| p.0) {
+        // Every parameter is checked, also those a lookup by agent id does not use.
+        let agent_id = agent_id.0.map(|p| p.checked("agent_id")).transpose()?;
+        let search = search.0.map(|p| p.checked("search")).transpose()?;
+        let page = page_of(page.0.as_ref().map(|p| p.0.as_str()))?;
+        if let Some(a) = agent_id {
             let Some(p) = s.store.public_profile(&a).await.map_err(ApiError::from)? else {
                 return Err(ApiError::not_found(format!("no public network profile has agent_id {a}")).into());
             };
             return Ok(DirectoryResponses::Ok(Json(DirectoryAnswer::One(DirectoryProfile { success: true, profile: public_view(&p) }))));
-        }
-        let page = page_of(page.0.as_ref().map(|p| p.0.as_str()))?;
-        let search = search.0.map(|p| p.0);
-        if search.as_ref().is_some_and(|t| t.chars().count() > 200) {
-            return Err(ApiError::field("search", "must be at most 200 characters").into());
         }
         let work_type = work_type.0.map(|p| p.0).filter(|w| WORK_TYPES.contains(&w.as_str()));
         let q = DirectoryQuery { work_type, search, page, per_page: PER_PAGE };

@@ -390,8 +390,9 @@ impl PartnersApi {
                 }
             },
         };
+        let partner_user_id = partner_user_id.0.map(|x| x.checked("partner_user_id")).transpose()?;
         let mut users = s.store.partner_users(&p.id).await.map_err(ApiError::from)?;
-        if let Some(id) = partner_user_id.0.map(|x| x.0) {
+        if let Some(id) = partner_user_id {
             users.retain(|u| u.id == id);
             if users.is_empty() {
                 return Err(match s.store.partner_user_by_id(&id).await.map_err(ApiError::from)? {

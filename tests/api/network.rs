@@ -64,6 +64,9 @@ async fn profiles_are_saved_and_read_by_their_owner(app: TestApp) {
     assert_eq!((r.status, r.code()), (409, "RESOURCE_CONFLICT"), "{}", r.text);
     let r = app.get("/api/v1/network?agent_id=acme-invoicer", Some(&b.key)).await;
     assert_eq!((r.status, r.code()), (404, "RESOURCE_NOT_FOUND"), "{}", r.text);
+    let r = app.get("/api/v1/network?agent_id=acme%20invoicer", Some(&a.key)).await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"), "{}", r.text);
+    assert!(r.text.contains("agent_id: may contain only letters"), "{}", r.text);
     let r = app.get("/api/v1/network", Some(&b.key)).await;
     assert_eq!(r.status, 404, "B has no profile yet");
     // The owner's GET: the first profile by default, or the one named.
@@ -148,10 +151,22 @@ async fn the_directory_pages_filters_and_searches(app: TestApp) {
     assert_public(&r.text);
     let r = page(&app, "?agent_id=agent-47").await;
     assert_eq!((r.status, r.code()), (404, "RESOURCE_NOT_FOUND"), "{}", r.text);
-    for bad in ["?page=0", "?page=x", "?page=100001"] {
-        let r = page(&app, bad).await;
+    // Malformed parameters are refused, also beside an agent id whose lookup does not use them.
+    let long = "x".repeat(201);
+    for (bad, field) in [
+        ("?page=0".to_string(), "page"),
+        ("?page=x".to_string(), "page"),
+        ("?page=100001".to_string(), "page"),
+        (format!("?search={long}"), "search: must be at most 200 characters"),
+        (format!("?agent_id=agent-07&search={long}"), "search: must be at most 200 characters"),
+        ("?agent_id=agent-07&page=0".to_string(), "page"),
+        ("?agent_id=has%20space".to_string(), "agent_id: may contain only letters, digits and _ - . : @"),
+    ] {
+        let r = page(&app, &bad).await;
         assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"), "{bad}: {}", r.text);
+        assert!(r.text.contains(field), "{bad}: {}", r.text);
     }
+    assert_eq!(page(&app, &format!("?search={}", "x".repeat(200))).await.status, 200, "200 characters are allowed");
 }
 
 async fn signup_with_join_network_makes_a_profile(app: TestApp) {

@@ -417,6 +417,9 @@ async fn partners_see_only_their_own(app: TestApp) {
     assert_eq!((r.status, r.code()), (403, "FORBIDDEN"), "{}", r.text);
     let r = app.get("/api/v1/partner/usage?partner_user_id=pu_nobody", Some(&p.key)).await;
     assert_eq!(r.status, 404);
+    let r = app.get(&format!("/api/v1/partner/usage?partner_user_id={}", "u".repeat(201)), Some(&p.key)).await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"), "{}", r.text);
+    assert!(r.text.contains("partner_user_id: must be at most 200 characters"), "{}", r.text);
     let own = mine.json["partner_user_id"].as_str().unwrap();
     let r = app.get(&format!("/api/v1/partner/usage?partner_user_id={own}"), Some(&p.key)).await;
     assert_eq!((r.status, r.json["totals"]["total_users"].clone()), (200, json!(1)));

@@ -52,6 +52,14 @@ pub fn true_false_query(name: &str, value: Option<&str>, errors: &mut Vec<String
     }
 }
 
+impl<T: Type + 'static> Param<T> {
+    /// The text, when it keeps to `T`'s documented schema; else INVALID_INPUT naming the parameter `name`.
+    pub fn checked(self, name: &str) -> Result<String, crate::api::error::ApiError> {
+        crate::api::conform::parameter::<T>(name, &self.0)?;
+        Ok(self.0)
+    }
+}
+
 impl<T: Type> Type for Param<T> {
     const IS_REQUIRED: bool = true;
     type RawValueType = String;
