@@ -48,17 +48,18 @@ pub fn parse<T: Type + ParseFromJSON + 'static>(mut value: Value) -> Result<T, A
     T::parse_from_json(Some(value)).map_err(|e| ApiError::field("body", e.into_message()))
 }
 
-/// A query or header parameter's text checked against `T`'s documented schema (its length, pattern, format or enum):
-/// INVALID_INPUT naming `name` when it breaks it.
-pub fn parameter<T: Type + 'static>(name: &str, text: &str) -> Result<(), ApiError> {
+/// The problems of a query or header parameter's text against `T`'s documented schema (its length, pattern,
+/// format, enum or range; the text of an integer or number parameter is read as a JSON number), each naming `name`.
+pub fn parameter<T: Type + 'static>(name: &str, text: &str) -> Vec<FieldError> {
     let contract = contract::<T>();
+    let numeric = contract.resolve(&contract.root).is_some_and(|s| matches!(s.ty, "integer" | "number"));
+    let mut value = match serde_json::from_str::<Value>(text) {
+        Ok(n @ Value::Number(_)) if numeric => n,
+        _ => Value::String(text.to_string()),
+    };
     let mut out = Vec::new();
-    contract.value(&contract.root, &mut Value::String(text.to_string()), name, &mut out);
-    if out.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::fields(&out))
-    }
+    contract.value(&contract.root, &mut value, name, &mut out);
+    out
 }
 
 impl Contract {

@@ -58,11 +58,6 @@ impl TradeRequest {
     }
 }
 
-/// An asset symbol: 1 to 50 of A–Z a–z 0–9 . _ - (^[A-Za-z0-9._\-]{1,50}$).
-pub fn is_symbol(s: &str) -> bool {
-    (1..=50).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-}
-
 /// Parses `trade_date`: RFC 3339 (`2026-03-15T14:30:00Z`, any offset) or a bare date (midnight UTC).
 pub fn parse_instant(s: &str) -> Option<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {

@@ -358,8 +358,31 @@ async fn lists_exports_idempotency_and_tenancy(app: TestApp) {
     let page = list("?limit=1&offset=1").await;
     assert_eq!((page.json["count"].clone(), page.json["trades"][0]["trade_date"].clone()), (json!(1), json!("2026-01-15T12:00:00.000Z")));
     assert_eq!(list("?asset_symbol=eth").await.json["count"], json!(0));
-    let bad = list("?trade_type=hold&limit=0&offset=-1").await;
-    assert_eq!((bad.status, bad.errors().len()), (400, 3));
+    // Every parameter is checked against its documented schema, all at once.
+    let bad = list("?asset_symbol=A%20B&trade_type=hold&since=yesterday&limit=0&offset=-1").await;
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    assert_eq!(
+        bad.errors(),
+        [
+            "asset_symbol: may hold only letters, digits, `.`, `_` and `-`",
+            "trade_type: `hold` is not one of: buy, sell",
+            "since: `yesterday` is not an ISO 8601 date (2026-01-31) or date-time (2026-01-31T12:00:00Z)",
+            "limit: must be at least 1",
+            "offset: must be at least 0"
+        ]
+    );
+    for (q, error) in [
+        ("?limit=1001", "limit: must be at most 1000"),
+        ("?limit=ten", "limit: must be a whole number"),
+        ("?limit=1.5", "limit: must be a whole number"),
+        ("?offset=1e3", "offset: must be a whole number"),
+        ("?asset_symbol=", "asset_symbol: must not be empty"),
+        (&format!("?asset_symbol={}", "X".repeat(51)), "asset_symbol: must be at most 50 characters"),
+    ] {
+        let r = list(q).await;
+        assert_eq!((r.status, r.errors()), (400, vec![error.to_string()]), "{q}");
+    }
+    assert_eq!(list(&format!("?asset_symbol={}&limit=1000&offset=0", "X".repeat(50))).await.status, 200);
     assert_eq!((num(&r.json["summary"]["realized_short_term"]), num(&r.json["summary"]["realized_long_term"])), (19.0, 285.0));
 
     // The export of 2026: B2's 2 units short-term (259 / 240 / +19), B1 long-term (1295 / 1010 / +285).

@@ -55,8 +55,16 @@ pub fn true_false_query(name: &str, value: Option<&str>, errors: &mut Vec<String
 impl<T: Type + 'static> Param<T> {
     /// The text, when it keeps to `T`'s documented schema; else INVALID_INPUT naming the parameter `name`.
     pub fn checked(self, name: &str) -> Result<String, crate::api::error::ApiError> {
-        crate::api::conform::parameter::<T>(name, &self.0)?;
-        Ok(self.0)
+        let mut errors = Vec::new();
+        let text = self.check_into(name, &mut errors);
+        text.ok_or_else(|| crate::api::error::ApiError::invalid(errors))
+    }
+
+    /// As [`Param::checked`], with the problem added to `errors`, so that every parameter's is told at once.
+    pub fn check_into(self, name: &str, errors: &mut Vec<String>) -> Option<String> {
+        let problems = crate::api::conform::parameter::<T>(name, &self.0);
+        errors.extend(problems.iter().map(|e| format!("{}: {}", e.field, e.message)));
+        problems.is_empty().then_some(self.0)
     }
 }
 
@@ -212,7 +220,12 @@ documented!(
 
 documented!(
     /// An asset symbol: 1 to 50 of A–Z a–z 0–9 . _ -.
-    SymbolParam => MetaSchema { pattern: Some(super::gains::SYMBOL_PATTERN.to_string()), ..MetaSchema::new("string") }
+    SymbolParam => MetaSchema {
+        min_length: Some(1),
+        max_length: Some(50),
+        pattern: Some(super::gains::SYMBOL_PATTERN.to_string()),
+        ..MetaSchema::new("string")
+    }
 );
 
 listed_enum!(

@@ -47,7 +47,6 @@ use crate::error_responses;
 use crate::gains::estimate::{self, Gains, Profile};
 use crate::gains::form1099da::{self, Disposition};
 use crate::gains::lots::pro_rata;
-use crate::gains::request::is_symbol;
 use crate::gains::{exact_quantity, match_sell, quantity_text, wash, EntityType, Lot, Method, Term, TradeRequest};
 use crate::rules::gains::StateGains;
 use crate::rules::registry::Dated;
@@ -281,20 +280,11 @@ impl TradesApi {
         offset: Query<Option<Param<PageOffset>>>,
     ) -> Result<TradeListResponse, TradeListErrors> {
         let s = &self.0;
-        let (asset_symbol, trade_type, since, until) = (text(asset_symbol), text(trade_type), text(since), text(until));
         let owner = s.authenticate(&auth).await?;
+        // Each parameter checked against its documented schema; every problem told at once.
         let mut errors = vec![];
-        let symbol = asset_symbol.0.map(|x| x.to_ascii_uppercase());
-        if let Some(sym) = &symbol {
-            if !is_symbol(sym) {
-                errors.push(format!("asset_symbol: `{sym}` does not match ^[A-Za-z0-9._\\-]{{1,50}}$"));
-            }
-        }
-        if let Some(tt) = &trade_type.0 {
-            if tt != "buy" && tt != "sell" {
-                errors.push(format!("trade_type: `{tt}` is not one of: buy, sell"));
-            }
-        }
+        let symbol = asset_symbol.0.and_then(|p| p.check_into("asset_symbol", &mut errors)).map(|x| x.to_ascii_uppercase());
+        let trade_type = trade_type.0.and_then(|p| p.check_into("trade_type", &mut errors));
         let mut bound = |name: &str, v: Option<String>, end_of_day: bool| -> Option<i64> {
             let v = v?;
             match parse_since(&v) {
@@ -306,29 +296,15 @@ impl TradesApi {
                 }
             }
         };
-        let since_ms = bound("since", since.0, false);
-        let until_ms = bound("until", until.0, true);
-        // Read here rather than by the parameter types, so that every invalid parameter is reported at once.
-        let whole = |t: String| t.trim().parse::<i64>().unwrap_or(i64::MIN);
-        let limit = text(limit).0.map(whole).unwrap_or(100);
-        if !(1..=1000).contains(&limit) {
-            errors.push("limit: must be between 1 and 1000".into());
-        }
-        let offset = text(offset).0.map(whole).unwrap_or(0);
-        if offset < 0 {
-            errors.push("offset: must be 0 or more".into());
-        }
+        let since_ms = bound("since", text(since).0, false);
+        let until_ms = bound("until", text(until).0, true);
+        let limit = limit.0.and_then(|p| p.check_into("limit", &mut errors)).and_then(|t| t.trim().parse::<i64>().ok()).unwrap_or(100);
+        let offset = offset.0.and_then(|p| p.check_into("offset", &mut errors)).and_then(|t| t.trim().parse::<i64>().ok()).unwrap_or(0);
         if !errors.is_empty() {
             return Err(ApiError::invalid(errors).into());
         }
-        let filter = TradeFilter {
-            asset_symbol: symbol.clone(),
-            trade_type: trade_type.0,
-            since_ms,
-            until_ms,
-            limit: limit as u64,
-            offset: offset as u64,
-        };
+        let filter =
+            TradeFilter { asset_symbol: symbol.clone(), trade_type, since_ms, until_ms, limit: limit as u64, offset: offset as u64 };
         let rows = s.store.list_trades(&owner.entity.id, &filter).await.map_err(ApiError::from)?;
         let positions = s.store.positions(&owner.entity.id, symbol.as_deref()).await.map_err(ApiError::from)?;
         let (mut st, mut lt, mut w) = (Decimal::ZERO, Decimal::ZERO, Decimal::ZERO);
