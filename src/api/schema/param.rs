@@ -1,5 +1,6 @@
-//! Query and header parameters documented with the constraint the handler enforces, and read as text so that
-//! the handler's own check (with its did-you-mean and its field name) stays the one that answers.
+//! Query and header parameters documented with the constraint the handler enforces, and read as text: the handler
+//! checks the text against that same documented schema (`Param::checked`, `Param::check_into`, which tell every
+//! parameter's problem at once), or, where its words say more (a did-you-mean, a lower-case state), by its own check.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
