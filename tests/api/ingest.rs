@@ -63,11 +63,28 @@ async fn ingest_records_and_replays(app: TestApp) {
     let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &json!(big)).await;
     assert_eq!(r.status, 400);
     assert_eq!(app.ledger_rows(&a.entity_id).await, 7);
+    // The document's body schema takes what ingest takes: a record, or an array of 1 to 100, nothing else.
+    let contract = levy::api::conform::contract::<levy::api::schema::ledger::IngestBody>();
+    let record = |i: usize| json!({"amount": 1, "buyer_state": "TX", "counterparty_id": format!("doc{i}")});
+    let hundred: Vec<_> = (0..100).map(|i| record(i + 10)).collect();
+    for (body, taken) in [
+        (record(1), true),
+        (json!([record(2), record(3)]), true),
+        (json!(hundred), true),
+        (json!([]), false),
+        (json!(big), false),
+        (json!("x"), false),
+        (json!(5), false),
+    ] {
+        let r = app.post("/api/v1/transactions/ingest", Some(&a.key), &body).await;
+        assert_eq!((r.status == 201, contract.check(&mut body.clone()).is_empty()), (taken, taken), "{body}: {}", r.text);
+    }
+    assert_eq!(app.ledger_rows(&a.entity_id).await, 110);
 
     // Ingested rows are in the history with their metadata.
     let r = app.get("/api/v1/transactions?limit=1000", Some(&a.key)).await;
     let rows = r.json["transactions"].as_array().unwrap();
-    assert_eq!(rows.len(), 7);
+    assert_eq!(rows.len(), 110);
     assert!(rows.iter().any(|t| t["metadata"] == json!({"order": 77}) && t["source"] == json!("ingest")));
 }
 

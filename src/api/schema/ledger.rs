@@ -6,10 +6,11 @@ use std::borrow::Cow;
 
 use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
 use poem_openapi::types::{ParseResult, Type};
-use poem_openapi::{Object, Union};
+use poem_openapi::Object;
 
 use super::calculate::Obj;
 use super::number::{Exact, Usd};
+use crate::api::ledger::MAX_BATCH;
 
 use super::calculate::{CalculateRequest, FullCalculation, NexusAlert};
 
@@ -30,11 +31,48 @@ pub struct IngestRecord {
     pub metadata: Option<Obj>,
 }
 
-/// One record or an array of 1 to 100.
-#[derive(Union)]
-pub enum IngestBody {
-    One(Box<IngestRecord>),
-    Many(Vec<IngestRecord>),
+/// The body of ingest, for the document (the engine's parser reads it): one record, or an array of 1 to
+/// [`MAX_BATCH`] records. Written by hand because a derived `Union` types every body it documents as an object,
+/// which an array is not.
+pub struct IngestBody;
+
+impl Type for IngestBody {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> Cow<'static, str> {
+        "IngestBody".into()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        MetaSchemaRef::Reference(Self::name().into_owned())
+    }
+
+    fn register(registry: &mut Registry) {
+        registry.create_schema::<Self, _>(Self::name().into_owned(), |registry| {
+            IngestRecord::register(registry);
+            let batch = MetaSchema {
+                items: Some(Box::new(IngestRecord::schema_ref())),
+                min_items: Some(1),
+                max_items: Some(MAX_BATCH),
+                ..MetaSchema::new("array")
+            };
+            MetaSchema {
+                description: Some("One record, or an array of 1 to maxItems records."),
+                any_of: vec![IngestRecord::schema_ref(), MetaSchemaRef::Inline(Box::new(batch))],
+                ..MetaSchema::ANY
+            }
+        });
+    }
+
+    fn as_raw_value(&self) -> Option<&Self> {
+        Some(self)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
+        Box::new(std::iter::once(self))
+    }
 }
 
 #[derive(Object)]
