@@ -72,7 +72,10 @@ impl<T: Type> ParsePayload for JsonBody<T> {
 impl<T> JsonBody<T> {
     async fn read(request: &Request, body: &mut RequestBody) -> Self {
         let (raw, parsed, held) = match read_bounded(request, body).await {
-            Ok((raw, held)) if raw.iter().all(u8::is_ascii_whitespace) => (raw, Err("the body is empty".to_string()), held),
+            Ok((raw, held)) if raw.is_empty() => (raw, Err("the body is empty".to_string()), held),
+            Ok((raw, held)) if raw.iter().all(u8::is_ascii_whitespace) => {
+                (raw, Err("the body holds only whitespace, no JSON value".to_string()), held)
+            }
             Ok((raw, held)) => {
                 let parsed = serde_json::from_slice::<Value>(&raw).map_err(|e| e.to_string());
                 (raw, parsed, held)
@@ -204,7 +207,8 @@ impl<T> Body<T> {
 impl<T: Type + ParseFromJSON + 'static> Body<T> {
     async fn read(request: &Request, body: &mut RequestBody, absent_is_empty: bool) -> Self {
         let read = JsonBody::<T>::read(request, body).await;
-        let parsed = match (read.parsed, absent_is_empty && read.raw.iter().all(u8::is_ascii_whitespace)) {
+        // Absent is no bytes at all: whitespace alone is a body, and not JSON.
+        let parsed = match (read.parsed, absent_is_empty && read.raw.is_empty()) {
             (_, true) => super::conform::parse::<T>(Value::Object(Default::default())),
             (Ok(value), false) => super::conform::parse::<T>(value),
             (Err(e), false) => Err(ApiError::invalid_json(e)),

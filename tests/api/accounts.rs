@@ -119,8 +119,14 @@ async fn signup_login_me_and_keys(app: TestApp) {
     let r = app.post("/api/v1/keys", Some(&key), &json!({"name": "ci"})).await;
     assert_eq!(r.status, 201, "{}", r.text);
     let second = r.json["api_key"]["key"].as_str().unwrap().to_string();
+    // The body may be left out (a key named Default), but whitespace alone is a body that holds no JSON.
+    let r = app.request("POST", "/api/v1/keys", Some(&key), &[], None).await;
+    assert_eq!((r.status, r.json["api_key"]["name"].clone()), (201, json!("Default")), "{}", r.text);
+    let r = app.request("POST", "/api/v1/keys", Some(&key), &[], Some("\r\n")).await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_JSON_BODY"), "{}", r.text);
     let r = app.get("/api/v1/keys", Some(&second)).await;
-    assert_eq!(r.json["keys"].as_array().unwrap().len(), 2);
+    let names: Vec<_> = r.json["keys"].as_array().unwrap().iter().map(|k| k["name"].clone()).collect();
+    assert_eq!(names.len(), 3, "the signup's key, ci and Default: {names:?}");
     assert!(!r.text.contains(&key) && !r.text.contains(&second));
     let r = app.request("DELETE", "/api/v1/keys", Some(&second), &[], Some(&json!({"prefix": &key[..16]}).to_string())).await;
     assert_eq!(r.status, 200, "{}", r.text);
