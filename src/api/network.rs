@@ -17,7 +17,7 @@ use super::schema::network::{
     DirectoryAnswer, DirectoryPage, DirectoryProfile, FeedEvent, FeedPage, NetworkProfileRequest, NetworkProfileResponse, OwnPrincipal,
     OwnProfile, PublicPrincipal, PublicProfile,
 };
-use super::schema::param::{AgentIdParam, PageNumber, Param, ShortText, WorkTypeFilter, MAX_PAGE};
+use super::schema::param::{AgentIdParam, PageNumber, Param, ShortText, WorkTypeFilter};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::error_responses;
@@ -111,15 +111,9 @@ pub fn profile_row(req: NetworkProfileRequest, entity_id: &str, now_ms: i64) -> 
     row
 }
 
-/// A page query: 1 by default, an integer from 1 to [`MAX_PAGE`]; 0-based.
-fn page_of(text: Option<&str>) -> Result<u64, ApiError> {
-    match text {
-        None => Ok(0),
-        Some(t) => match t.parse::<u64>() {
-            Ok(n) if (1..=MAX_PAGE).contains(&n) => Ok(n - 1),
-            _ => Err(ApiError::field("page", format!("`{t}` is not a page number: an integer from 1 to {MAX_PAGE}"))),
-        },
-    }
+/// A page query (`PageNumber`: 1 by default, 1 to `MAX_PAGE`), 0-based.
+fn page_of(page: Query<Option<Param<PageNumber>>>) -> Result<u64, ApiError> {
+    page.0.map_or(Ok(0), |p| p.checked_whole::<u64>("page").map(|n| n - 1))
 }
 
 #[derive(ApiResponse)]
@@ -245,7 +239,7 @@ impl NetworkApi {
         // Every parameter is checked, also those a lookup by agent id does not use.
         let agent_id = agent_id.0.map(|p| p.checked("agent_id")).transpose()?;
         let search = search.0.map(|p| p.checked("search")).transpose()?;
-        let page = page_of(page.0.as_ref().map(|p| p.0.as_str()))?;
+        let page = page_of(page)?;
         if let Some(a) = agent_id {
             let Some(p) = s.store.public_profile(&a).await.map_err(ApiError::from)? else {
                 return Err(ApiError::not_found(format!("no public network profile has agent_id {a}")).into());
@@ -272,7 +266,7 @@ impl NetworkApi {
     async fn feed(&self, page: Query<Option<Param<PageNumber>>>) -> Result<FeedResponses, FeedErrors> {
         let s = &self.0;
         s.check_network_read(&client_ip()).await?;
-        let page = page_of(page.0.as_ref().map(|p| p.0.as_str()))?;
+        let page = page_of(page)?;
         let events = s.store.feed(page, PER_PAGE).await.map_err(ApiError::from)?;
         let events = events.iter().map(|(e, p)| FeedEvent { event: e.kind.clone(), at: iso(e.at), profile: public_view(p) }).collect();
         Ok(FeedResponses::Ok(Json(FeedPage { success: true, page: page + 1, per_page: PER_PAGE, events })))

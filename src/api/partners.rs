@@ -381,15 +381,7 @@ impl PartnersApi {
         let s = &self.0;
         let p = s.partner(&auth).await?;
         let period = period_of(from, to, s.clock.now_ms())?;
-        let cap = match per_user_cap.0.map(|c| c.0) {
-            None => terms::PER_USER_CAP,
-            Some(t) => match t.parse::<usize>() {
-                Ok(n) if (1..=terms::PER_USER_CAP).contains(&n) => n,
-                _ => {
-                    return Err(ApiError::field("per_user_cap", format!("`{t}` is not an integer from 1 to {}", terms::PER_USER_CAP)).into())
-                }
-            },
-        };
+        let cap = per_user_cap.0.map_or(Ok(terms::PER_USER_CAP), |c| c.checked_whole::<usize>("per_user_cap"))?;
         let partner_user_id = partner_user_id.0.map(|x| x.checked("partner_user_id")).transpose()?;
         let mut users = s.store.partner_users(&p.id).await.map_err(ApiError::from)?;
         if let Some(id) = partner_user_id {

@@ -61,6 +61,13 @@ impl<T: Type + 'static> Param<T> {
         text.ok_or_else(|| crate::api::error::ApiError::invalid(errors))
     }
 
+    /// As [`Param::checked`], for an integer parameter: its value (the check has read the text as a whole number
+    /// within the documented range).
+    pub fn checked_whole<N: std::str::FromStr>(self, name: &str) -> Result<N, crate::api::error::ApiError> {
+        let text = self.checked(name)?;
+        text.trim().parse().map_err(|_| crate::api::error::ApiError::field(name, "must be a whole number"))
+    }
+
     /// As [`Param::checked`], with the problem added to `errors`, so that every parameter's is told at once.
     pub fn check_into(self, name: &str, errors: &mut Vec<String>) -> Option<String> {
         let problems = crate::api::conform::parameter::<T>(name, &self.0);

@@ -345,16 +345,9 @@ impl TradesApi {
         year: Query<Option<Param<TaxYear>>>,
     ) -> Result<ExportResponse, ExportErrors> {
         let s = &self.0;
-        let year = text(year);
         let owner = s.authenticate(&auth).await?;
         let now = s.clock.now();
-        let year = match year.0 {
-            None => now.year(),
-            Some(y) => match y.trim().parse::<i32>() {
-                Ok(n) if (2020..=2030).contains(&n) => n,
-                _ => return Err(ApiError::field("year", format!("`{y}` is not a tax year from 2020 to 2030")).into()),
-            },
-        };
+        let year = year.0.map_or(Ok(now.year()), |y| y.checked_whole::<i32>("year"))?;
         let rows = s.store.dispositions_for_year(&owner.entity.id, year).await.map_err(ApiError::from)?;
         let text = s.render_1099da(&owner.entity, year, &iso(now.timestamp_millis()), rows.iter().map(to_export));
         Ok(ExportResponse::Ok(JsonText::new(text)))
