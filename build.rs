@@ -2,7 +2,7 @@
 //!
 //! - The check is the one `levy rules check` runs (`levy_rules::report`, lang/): on any error, each diagnostic
 //!   is printed as the analysts read it (file:line:col, the line, a caret, help) and the build fails.
-//! - `$OUT_DIR/embedded_rules.rs` lists each YAML file under `rules/` (not its scenario tests) with its bytes.
+//! - `$OUT_DIR/embedded_rules.rs` lists each YAML and CSV file under `rules/` (not its scenario tests) with its bytes.
 //!   They are the service's rules unless `--rules` / `LEVY_RULES` names a directory (`src/rules/embedded.rs`,
 //!   `src/server.rs`).
 
@@ -17,7 +17,7 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
             if rel != "tests" {
                 collect(root, &path, out);
             }
-        } else if rel.ends_with(".yaml") {
+        } else if rel.ends_with(".yaml") || rel.ends_with(".csv") {
             out.push((rel, path));
         }
     }

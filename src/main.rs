@@ -113,6 +113,24 @@ enum RulesCommand {
         json: bool,
         #[arg(long, default_value = "rules")]
         rules: PathBuf,
+        /// Count a row as agreeing within this many percentage points (default: the table's own tolerance; for
+        /// Avalara's table, half a thousandth of a point).
+        #[arg(long)]
+        tolerance: Option<String>,
+    },
+    /// Turn a state's Streamlined Sales Tax rate file (and boundary file) into its local tax data:
+    /// DIR/local/<xx>.sst.yaml and, with a boundary file, DIR/local/<xx>.sst.csv; then check DIR.
+    ImportSst {
+        rate_file: PathBuf,
+        boundary_file: Option<PathBuf>,
+        /// The rules directory to write into.
+        #[arg(long, default_value = "rules")]
+        into: PathBuf,
+        /// A CSV `code,name,counties,cite` naming special districts the files leave unnamed, the 3-digit county
+        /// FIPS codes they cover (space-separated) and the source that says so; without a boundary file, a district
+        /// is placed by these counties.
+        #[arg(long)]
+        districts: Option<PathBuf>,
     },
 }
 
@@ -221,7 +239,12 @@ fn main() -> ExitCode {
                 levy::cli::explain(&rules, &request, as_of.as_deref(), nexus.as_deref(), json)
             }
             RulesCommand::Diff { old, new, as_of } => levy::cli::diff(&old, &new, as_of.as_deref()),
-            RulesCommand::AuditRates { tables, as_of, json, rules } => levy::cli::audit_rates(&rules, &tables, as_of.as_deref(), json),
+            RulesCommand::AuditRates { tables, as_of, json, rules, tolerance } => {
+                levy::cli::audit_rates(&rules, &tables, as_of.as_deref(), tolerance.as_deref(), json)
+            }
+            RulesCommand::ImportSst { rate_file, boundary_file, into, districts } => {
+                levy::cli::import_sst(&rate_file, boundary_file.as_deref(), &into, districts.as_deref())
+            }
         },
     };
     ExitCode::from(code)

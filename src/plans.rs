@@ -13,7 +13,7 @@ use rust_decimal::Decimal;
 
 use crate::config::X402;
 use crate::rules::diag::{did_you_mean, Diagnostic, SourceMap};
-use crate::rules::load::read_yaml;
+use crate::rules::read::read_yaml;
 use crate::rules::read::{self, seq, string, Diags, Fields};
 use crate::rules::yaml::{self, Node};
 

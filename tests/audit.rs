@@ -31,19 +31,12 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
-/// Adds a divergence record to Austin's entry in a copy of the rules.
+/// Adds a divergence record to Austin's zip code in a copy of the rules (a notes file of its own).
 fn record_divergence(dir: &Path, table: &str, rate: &str) {
-    let file = dir.join("local/tx.yaml");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let planted = text.replacen(
-        "  \"78701\":\n    locality: \"Austin\"\n",
-        &format!(
-            "  \"78701\":\n    locality: \"Austin\"\n    divergences:\n      - table: {table}\n        rate: {rate}\n        reason: \"the table's figure for the zip is another jurisdiction's (made up for the test)\"\n        cite: \"Tex. Tax Code §321.101(a)\"\n"
-        ),
-        1,
+    let notes = format!(
+        "jurisdiction: TX\nzips:\n  \"78701\":\n    divergences:\n      - table: {table}\n        rate: {rate}\n        reason: \"the table's figure for the zip is another jurisdiction's (made up for the test)\"\n        cite: \"Tex. Tax Code §321.101(a)\"\n"
     );
-    assert_ne!(text, planted);
-    std::fs::write(&file, planted).unwrap();
+    std::fs::write(dir.join("local/tx.notes.yaml"), notes).unwrap();
 }
 
 #[test]
@@ -54,21 +47,27 @@ fn every_format_is_read_and_each_row_sorted() {
     let plus_one = austin + Decimal::ONE;
     let reg = load_dir(&rules).0.unwrap();
 
-    // Avalara's columns: rates as fractions. 78701 agrees; 78702 is a zip our tables do not hold; PR is not one of the 51.
+    // Avalara's columns: rates as fractions. 78701 agrees; 75059 is a zip no table holds (newer than the Census and
+    // GeoNames tables); PR is not one of the 51. 78701 one point over is a disagreement where the table names the same
+    // place (Austin), and counted apart where it names another (Round Rock).
     let avalara = write(
         tmp.path(),
         "TAXRATES_ZIP5_TX202603.csv",
         &format!(
             "State,ZipCode,TaxRegionName,EstimatedCombinedRate,StateRate,EstimatedCountyRate,EstimatedCityRate,EstimatedSpecialRate,RiskLevel\n\
-             TX,78701,AUSTIN,{},0.0625,0,0.01,0.01,0\nTX,78702,NOWHERE,0.0825,0.0625,0,0.01,0.01,0\nPR,00601,ADJUNTAS,0.115,0.105,0,0.01,0,0\n",
-            austin / Decimal::from(100)
+             TX,78701,AUSTIN,{},0.0625,0,0.01,0.01,0\nTX,75059,NOWHERE,0.0825,0.0625,0,0.01,0.01,0\nPR,00601,ADJUNTAS,0.115,0.105,0,0.01,0,0\n\
+             TX,78701,AUSTIN,{one_over},0.0625,0,0.01,0.01,0\nTX,78701,ROUND ROCK,{one_over},0.0625,0,0.01,0.01,0\n",
+            austin / Decimal::from(100),
+            one_over = plus_one / Decimal::from(100),
         ),
     );
     let t = read_table(&avalara).unwrap();
     assert_eq!(t.format, Format::Avalara);
     assert_eq!(t.rows[0].own_date, NaiveDate::from_ymd_opt(2026, 3, 1), "the file's month is the rows' date");
     let a = audit_table(&reg, &t, None, day());
-    assert_eq!((a.agree(), a.disagree(), a.recorded(), a.uncovered()), (1, 0, 0, 2));
+    assert_eq!((a.agree(), a.disagree(), a.recorded(), a.uncovered(), a.elsewhere()), (1, 1, 0, 2, 1));
+    let Outcome::Elsewhere { theirs, ours } = &a.checked[4].outcome else { panic!("Round Rock is elsewhere: {:?}", a.checked[4].outcome) };
+    assert_eq!((theirs.as_str(), ours.locality.as_deref()), ("ROUND ROCK", Some("Austin")));
 
     // The grid's columns: percentages with a tolerance; a quoted note with a comma; a heading naming its quarter.
     let grid = write(
@@ -89,7 +88,7 @@ fn every_format_is_read_and_each_row_sorted() {
     assert_eq!((a.agree(), a.disagree(), a.recorded(), a.uncovered()), (1, 1, 0, 0));
     let Outcome::Disagrees { ours } = &a.checked[1].outcome else { panic!("the second row disagrees") };
     assert_eq!(ours.rate * Decimal::from(100), austin);
-    assert!(ours.rules.iter().any(|r| r == "local/tx.yaml zip 78701"), "{:?}", ours.rules);
+    assert!(ours.rules.iter().any(|r| r == "local/tx.csv zip 78701"), "{:?}", ours.rules);
     assert!(ours.layers.iter().any(|l| l.contains("City of Austin")), "{:?}", ours.layers);
 
     // A plain state,zip,rate table: a fraction or a percentage; a state without local taxes is covered by its state rate.
@@ -119,11 +118,11 @@ fn a_recorded_divergence_is_listed_apart_and_does_not_fail() {
         ),
     );
     let as_of = Some("2026-03-15");
-    assert_eq!(audit_rates(&rules, std::slice::from_ref(&grid), as_of, false), 1, "an undocumented disagreement fails");
+    assert_eq!(audit_rates(&rules, std::slice::from_ref(&grid), as_of, None, false), 1, "an undocumented disagreement fails");
 
     // Recorded for another table, or at another figure, it still fails.
     record_divergence(&rules, "avalara_zip5", &format!("{plus_one}%"));
-    assert_eq!(audit_rates(&rules, std::slice::from_ref(&grid), as_of, true), 1);
+    assert_eq!(audit_rates(&rules, std::slice::from_ref(&grid), as_of, None, true), 1);
 
     let (_keep2, rules2) = common::rules_copy();
     record_divergence(&rules2, "dor_grid", &format!("{plus_one}%"));
@@ -134,7 +133,7 @@ fn a_recorded_divergence_is_listed_apart_and_does_not_fail() {
     let Outcome::Recorded { record, .. } = &a.checked[0].outcome else { panic!("recorded") };
     assert_eq!(record.citation.cite, "Tex. Tax Code §321.101(a)");
     assert!(levy::cli::audit::render_text(&[a]).contains("recorded divergences"));
-    assert_eq!(audit_rates(&rules2, &[grid], as_of, false), 0);
+    assert_eq!(audit_rates(&rules2, &[grid], as_of, None, false), 0);
 }
 
 #[test]
@@ -143,9 +142,9 @@ fn exit_codes_and_malformed_tables() {
     let tmp = tempfile::tempdir().unwrap();
     let austin = ours_pct(&rules, "TX", "78701");
     let good = write(tmp.path(), "good.csv", &format!("state,zip,rate\nTX,78701,{austin}%\n"));
-    assert_eq!(audit_rates(&rules, std::slice::from_ref(&good), Some("2026-03-15"), false), 0);
-    assert_eq!(audit_rates(&rules, std::slice::from_ref(&good), Some("15/03/2026"), false), 2, "a bad date");
-    assert_eq!(audit_rates(&rules, &[tmp.path().join("missing.csv")], None, false), 2, "a missing file");
+    assert_eq!(audit_rates(&rules, std::slice::from_ref(&good), Some("2026-03-15"), None, false), 0);
+    assert_eq!(audit_rates(&rules, std::slice::from_ref(&good), Some("15/03/2026"), None, false), 2, "a bad date");
+    assert_eq!(audit_rates(&rules, &[tmp.path().join("missing.csv")], None, None, false), 2, "a missing file");
 
     let cases = [
         ("shape.csv", "name,population\nAustin,1\n", "is not a rate table levy reads"),
@@ -161,29 +160,26 @@ fn exit_codes_and_malformed_tables() {
         let p = write(tmp.path(), name, text);
         let err = read_table(&p).expect_err(name);
         assert!(err.contains(want), "{name}: {err}");
-        assert_eq!(audit_rates(&rules, &[p], None, false), 2, "{name}");
+        assert_eq!(audit_rates(&rules, &[p], None, None, false), 2, "{name}");
     }
 }
 
 #[test]
 fn a_malformed_divergence_is_a_located_diagnostic() {
     let (_keep, rules) = common::rules_copy();
-    let file = rules.join("local/tx.yaml");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let planted = text.replacen(
-        "  \"78701\":\n    locality: \"Austin\"\n",
-        "  \"78701\":\n    locality: \"Austin\"\n    divergences:\n      - { table: avalara, rate: 9.25%, reason: x, cite: y }\n      - { table: dor_grid, rate: 9.25, reason: x }\n      - { table: dor_grid, rate: 9%, reason: x, cite: y }\n      - { table: dor_grid, rate: 9%, reason: z, cite: y }\n",
-        1,
-    );
-    std::fs::write(&file, planted).unwrap();
+    std::fs::write(
+        rules.join("local/tx.notes.yaml"),
+        "jurisdiction: TX\nzips:\n  \"78701\":\n    divergences:\n      - { table: avalara, rate: 9.25%, reason: x, cite: y }\n      - { table: dor_grid, rate: 9.25, reason: x }\n      - { table: dor_grid, rate: 9%, reason: x, cite: y }\n      - { table: dor_grid, rate: 9%, reason: z, cite: y }\n",
+    )
+    .unwrap();
     let (reg, diags, _) = load_dir(&rules);
     assert!(reg.is_none());
     let errors: Vec<_> = diags.iter().filter(|d| d.severity == Severity::Error).collect();
     let has = |code: &str, line: u32| errors.iter().any(|d| d.code == code && d.span.as_ref().is_some_and(|s| s.line == line));
-    assert!(has("R205", 9), "unknown table: {errors:#?}");
-    assert!(has("R106", 10), "a rate without %: {errors:#?}");
-    assert!(has("R502", 10), "no citation: {errors:#?}");
-    assert!(has("R603", 12), "recorded twice: {errors:#?}");
+    assert!(has("R205", 5), "unknown table: {errors:#?}");
+    assert!(has("R106", 6), "a rate without %: {errors:#?}");
+    assert!(has("R502", 6), "no citation: {errors:#?}");
+    assert!(has("R603", 8), "recorded twice: {errors:#?}");
 }
 
 /// The shared tables beside the project (CI has `../shared`), when present: every row is counted once, agrees with
@@ -204,7 +200,8 @@ fn the_shared_tables_agree_with_our_rates_or_record_why() {
         let t = read_table(&path).unwrap();
         let a = audit_table(&reg, &t, None, day());
         assert!(!t.rows.is_empty());
-        assert_eq!(a.agree() + a.disagree() + a.recorded() + a.uncovered(), t.rows.len(), "{name}");
+        let counted = a.agree() + a.disagree() + a.recorded() + a.split() + a.post_office() + a.elsewhere() + a.uncovered();
+        assert_eq!(counted, t.rows.len(), "{name}");
         assert!(a.agree() > 0, "{name}");
         if t.format == Format::DorGrid {
             let gaps: Vec<String> = a.coverage_gaps().iter().map(|c| format!("{} {}", c.row.state, c.row.zip)).collect();
@@ -262,7 +259,7 @@ fn state_level_tables_and_their_recorded_divergences() {
     let reg = load_dir(&rules).0.expect("the state-level record loads");
     let a = audit_table(&reg, &t, Some(day()), day());
     assert_eq!((a.agree(), a.disagree(), a.recorded(), a.uncovered()), (0, 0, 1, 3));
-    assert_eq!(audit_rates(&rules, &[summary], Some("2026-03-15"), false), 0);
+    assert_eq!(audit_rates(&rules, &[summary], Some("2026-03-15"), None, false), 0);
 }
 
 #[test]

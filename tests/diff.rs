@@ -25,8 +25,8 @@ fn the_semantic_diff_shows_exactly_the_planted_change() {
         "    then: taxable\n    from: 2024-01-01\n    cite: Tex. Tax Code §151.0035, §151.0038, §151.351",
     );
     let reg_file = dir.join("registry.yaml");
-    let r = std::fs::read_to_string(&reg_file).unwrap().replace("version: 1.5.0\nengine", "version: 1.5.1\nengine")
-        + "  - date: 2026-11-21\n    version: 1.5.1\n    summary: planted change for the diff test (Texas data processing at 100%)\n";
+    let r = std::fs::read_to_string(&reg_file).unwrap().replace("version: 1.6.0\nengine", "version: 1.6.1\nengine")
+        + "  - date: 2026-11-28\n    version: 1.6.1\n    summary: planted change for the diff test (Texas data processing at 100%)\n";
     std::fs::write(&reg_file, r).unwrap();
 
     let old = load_dir(&src).0.expect("old rules");
@@ -41,7 +41,7 @@ fn the_semantic_diff_shows_exactly_the_planted_change() {
     }
     // A seller's TX SaaS sale of 1000 at 6.25%: 50.00 on 80% → 62.50 on 100%.
     assert!(report.contains("buyer_state=TX transaction_type=saas role=seller is_b2b=false: tax 50.00 → 62.50"), "{report}");
-    assert!(report.contains("2026-11-21 (1.5.1): planted change"));
+    assert!(report.contains("2026-11-28 (1.6.1): planted change"));
     common::snapshot_settings().bind(|| insta::assert_snapshot!("semantic_diff_planted_change", report));
 }
 

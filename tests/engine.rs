@@ -234,24 +234,26 @@ fn explain_reports_engine_input_errors_as_a_rejected_request() {
 /// aside), and load as the same registry.
 #[test]
 fn the_compiled_in_rules_are_the_rule_files() {
-    fn yaml_files(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+    fn rule_files(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
             let rel = path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
             if path.is_dir() && rel != "tests" {
-                yaml_files(root, &path, out);
-            } else if rel.ends_with(".yaml") {
+                rule_files(root, &path, out);
+            } else if rel.ends_with(".yaml") || rel.ends_with(".csv") {
                 out.push(rel);
             }
         }
     }
     let root = common::rules_dir();
     let mut on_disk = Vec::new();
-    yaml_files(&root, &root, &mut on_disk);
+    rule_files(&root, &root, &mut on_disk);
     on_disk.sort();
     let compiled: Vec<String> = levy::rules::embedded::FILES.iter().map(|(p, _)| p.to_string()).collect();
     assert_eq!(compiled, on_disk);
-    assert!(compiled.contains(&"states/tx.yaml".to_string()) && compiled.contains(&"gains/federal.yaml".to_string()));
+    assert!(["states/tx.yaml", "gains/federal.yaml", "local/tx.csv", "geo/zip_county.csv"]
+        .iter()
+        .all(|f| compiled.contains(&f.to_string())));
     for (rel, bytes) in levy::rules::embedded::FILES {
         assert_eq!(*bytes, std::fs::read(root.join(rel)).unwrap().as_slice(), "{rel}");
     }
@@ -334,17 +336,12 @@ fn explain_reads_a_yaml_request_file() {
 #[test]
 fn a_split_zip_uses_its_main_city_and_says_so() {
     let (_keep, rules) = common::rules_copy();
-    let file = rules.join("local/tx.yaml");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let planted = text.replacen(
-        "  \"78701\":\n    locality: \"Austin\"\n",
-        "  \"78701\":\n    locality: \"Austin\"\n    split: \"unincorporated Travis County (made up for the test)\"\n",
-        1,
-    );
-    assert_ne!(text, planted);
-    std::fs::write(&file, planted).unwrap();
+    let file = rules.join("local/tx.notes.yaml");
+    std::fs::write(&file, "jurisdiction: TX\nzips:\n  \"78701\":\n    split: \"unincorporated Travis County (made up for the test)\"\n")
+        .unwrap();
     let reg = load_dir(&rules).0.expect("a split zip loads");
-    assert_eq!(reg.zips["78701"].split.as_deref(), Some("unincorporated Travis County (made up for the test)"));
+    let tx = levy::rules::schema::state_index("TX").unwrap();
+    assert_eq!(reg.local.entry("78701", tx).unwrap().split.as_deref(), Some("unincorporated Travis County (made up for the test)"));
     let body = json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "c"});
     let req = engine::parse_request(&body).unwrap();
     let nexus: BTreeMap<usize, bool> = [(levy::rules::schema::state_index("TX").unwrap(), true)].into();

@@ -8,7 +8,7 @@ use rust_decimal::Decimal;
 use serde_json::Value;
 
 use super::diag::{Diagnostic, SourceMap, Span};
-use super::load::read_yaml;
+use super::read::read_yaml;
 use super::read::{self, seq, Diags, Fields};
 use super::schema::state_index;
 use super::yaml::{Node, NodeKind};

@@ -1,8 +1,6 @@
 //! The last stage of loading: from the checked parts of every rule file to the indexed, immutable
 //! [`Registry`]. Nothing here can fail or report: every check has run before.
 
-use std::collections::HashMap;
-
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
 
@@ -35,8 +33,7 @@ pub struct Parts {
     pub advisories: Vec<AdvisoryDef>,
     /// By the position of the state code in [`super::schema::STATES`].
     pub jurisdictions: Vec<Option<JurisdictionParts>>,
-    /// Each zip code once (R602).
-    pub zips: Vec<ZipArea>,
+    pub local: LocalTables,
     pub special_taxes: Vec<SpecialTax>,
     pub information_returns: Vec<Dated<InformationReturnThreshold>>,
     pub gains: GainsRules,
@@ -51,7 +48,7 @@ pub fn compile(parts: Parts) -> Registry {
         classification: parts.classification,
         advisories: parts.advisories,
         jurisdictions: parts.jurisdictions.into_iter().map(|j| j.map(jurisdiction)).collect(),
-        zips: parts.zips.into_iter().map(|z| (z.zip.clone(), z)).collect::<HashMap<_, _>>(),
+        local: parts.local,
         special_taxes: parts.special_taxes,
         information_returns: parts.information_returns,
         gains: parts.gains,

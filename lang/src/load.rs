@@ -10,43 +10,10 @@ use super::check;
 use super::compile::{compile, JurisdictionParts, Parts};
 use super::diag::{display_path, Diagnostic, Severity, SourceMap, Span};
 use super::parse;
-use super::read::{self, expr, seq, Diags, Fields};
+use super::read::{self, dated_list, enum_value, expr, read_yaml, register_id, seq, yaml_files, Diags, Fields, HelpIfNone};
 use super::registry::*;
 use super::schema::*;
-use super::yaml::{self, Node};
-
-/// Reads and parses one YAML file, recording its text for diagnostics.
-pub fn read_yaml(path: &Path, sources: &mut SourceMap, d: &mut Diags) -> Option<Node> {
-    let name = display_path(path);
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => {
-            d.push(Diagnostic::error("R001", Some(&Span::new(&name, 1, 1, 1)), format!("cannot read the file: {e}")));
-            return None;
-        }
-    };
-    sources.add(&name, &text);
-    match yaml::parse(&name, &text) {
-        Ok((n, mut warnings)) => {
-            d.append(&mut warnings);
-            Some(n)
-        }
-        Err(mut e) => {
-            d.append(&mut e);
-            None
-        }
-    }
-}
-
-pub(crate) fn yaml_files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml")).collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files
-}
+use super::yaml::Node;
 
 /// Loads, checks and compiles a rules directory: the registry only when no diagnostic is an error.
 pub fn load_dir(dir: &Path) -> (Option<Registry>, Vec<Diagnostic>, SourceMap) {
@@ -110,23 +77,17 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
         }
     }
 
-    let mut zips: Vec<ZipArea> = vec![];
-    let mut listed: HashMap<String, usize> = HashMap::new();
     let mut special_taxes = vec![];
-    for path in yaml_files(&dir.join("local")) {
-        let Some(node) = read_yaml(&path, &mut sources, &mut d) else { continue };
-        if path.file_stem().is_some_and(|s| s == "special") {
-            special_taxes = special(&node, coverage_from, &mut ids, &mut d);
-        } else {
-            local(&node, &path, &mut zips, &mut listed, &mut d);
-        }
+    if let Some(node) = read_yaml(&dir.join("local").join("special.yaml"), &mut sources, &mut d) {
+        special_taxes = special(&node, coverage_from, &mut ids, &mut d);
     }
+    let local = super::load_local::load(dir, &mut ids, &mut sources, &mut d);
 
     let information_returns = read_yaml(&dir.join("federal").join("information_returns.yaml"), &mut sources, &mut d)
         .map(|n| information_returns(&n, coverage_from, &mut d))
         .unwrap_or_default();
 
-    let gains = super::gains::load(&dir.join("gains"), coverage_from, partial, &mut sources, &mut d);
+    let gains = super::load_gains::load(&dir.join("gains"), coverage_from, partial, &mut sources, &mut d);
 
     for code in ENGINE_ADVISORIES {
         if !codes.contains(code) {
@@ -145,7 +106,7 @@ pub fn load_dir_with(dir: &Path, partial: bool) -> (Option<Registry>, Vec<Diagno
             classification,
             advisories,
             jurisdictions,
-            zips,
+            local,
             special_taxes,
             information_returns,
             gains,
@@ -174,19 +135,6 @@ pub fn print_diagnostics(diags: &[Diagnostic], sources: &SourceMap) {
     let errors = diags.iter().filter(|d| d.severity == Severity::Error).count();
     if errors > 0 {
         eprintln!("{errors} error{} found", if errors == 1 { "" } else { "s" });
-    }
-}
-
-trait HelpIfNone {
-    fn with_help_if_none(self, help: &str) -> Self;
-}
-impl HelpIfNone for Diagnostic {
-    fn with_help_if_none(self, help: &str) -> Self {
-        if self.help.is_some() {
-            self
-        } else {
-            self.with_help(help)
-        }
     }
 }
 
@@ -243,32 +191,6 @@ fn advisories(node: &Node, d: &mut Diags) -> Vec<AdvisoryDef> {
         }
     }
     out
-}
-
-fn register_id(id: &str, span: &Span, ids: &mut HashMap<String, Span>, d: &mut Diags) {
-    if !id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '-' | '_')) || id.is_empty() {
-        d.push(Diagnostic::error("R112", Some(span), format!("rule id `{id}` must be lowercase letters, digits, dots and dashes")));
-    }
-    if let Some(prev) = ids.get(id) {
-        d.push(Diagnostic::error("R501", Some(span), format!("duplicate rule id `{id}`")).with_help(format!("the first is at {prev}")));
-    } else {
-        ids.insert(id.to_string(), span.clone());
-    }
-}
-
-pub(crate) fn enum_value(node: &Node, kind: &'static [&'static str], what: &str, d: &mut Diags) -> Option<u16> {
-    let text = node.as_scalar().unwrap_or("");
-    match kind.iter().position(|k| *k == text) {
-        Some(i) => Some(i as u16),
-        None => {
-            d.push(
-                Diagnostic::error("R205", Some(&node.span), format!("`{text}` is not a {what}"))
-                    .suggest(text, kind.iter().copied())
-                    .with_help_if_none(&format!("{what}s: {}", kind.join(", "))),
-            );
-            None
-        }
-    }
 }
 
 type CodeCheck<'a> = dyn FnMut(&[(String, Span)], &mut Diags) -> Vec<String> + 'a;
@@ -435,40 +357,6 @@ fn rule<O>(
     let advisories = codes(&f.str_list("advisories", d), d);
     let note = f.opt_str("note", d);
     Some(Rule { id: id?, when: when?, body: body?, from: from?, to: to?, citation: citation?, note, advisories, span: node.span.clone() })
-}
-
-pub(crate) fn dated_list<T>(
-    f: &Fields,
-    key: &str,
-    what: &str,
-    extra: &[&str],
-    value: &mut dyn FnMut(&Fields, &mut Diags) -> Option<T>,
-    d: &mut Diags,
-) -> Option<Vec<Dated<T>>> {
-    let list = f.req(key, what, d)?;
-    let mut out = vec![];
-    let mut ok = true;
-    let mut keys = vec!["from", "to", "cite", "url", "checked", "note"];
-    keys.extend_from_slice(extra);
-    for item in seq(list, key, d) {
-        let Some(e) = Fields::of(item, &format!("an entry of `{key}`"), &keys, d) else {
-            ok = false;
-            continue;
-        };
-        let from = e.req_date("from", &format!("an entry of `{key}`"), d);
-        let to = e.opt_date("to", d);
-        let v = value(&e, d);
-        let citation = e.citation(&format!("an entry of `{key}`"), d);
-        match (from, to, v, citation) {
-            (Some(from), Some(to), Some(value), Some(citation)) => out.push(Dated { from, to, value, citation, span: item.span.clone() }),
-            _ => ok = false,
-        }
-    }
-    if out.is_empty() && ok {
-        d.push(Diagnostic::error("R102", Some(&list.span), format!("`{key}` needs at least one dated entry")));
-        return None;
-    }
-    ok.then_some(out)
 }
 
 fn jurisdiction(
@@ -660,128 +548,6 @@ fn jurisdiction(
         taxability,
         divergences: f.get("divergences").map(|list| state_divergences(list, d)).unwrap_or_default(),
     })
-}
-
-/// Reads one local rate file into `zips`; `listed` holds the state of every zip read so far.
-fn local(node: &Node, path: &Path, zips: &mut Vec<ZipArea>, listed: &mut HashMap<String, usize>, d: &mut Diags) {
-    let what = "a local rate file";
-    let Some(f) = Fields::of(node, what, &["jurisdiction", "zips"], d) else { return };
-    let Some(code_node) = f.req("jurisdiction", what, d) else { return };
-    let code_text = code_node.as_scalar().unwrap_or("");
-    let Some(state) = state_index(code_text) else {
-        d.push(
-            Diagnostic::error("R303", Some(&code_node.span), format!("`{code_text}` is not one of the 51 jurisdictions"))
-                .suggest(code_text, STATES.iter().copied()),
-        );
-        return;
-    };
-    let stem = path.file_stem().map(|s| s.to_string_lossy().to_uppercase()).unwrap_or_default();
-    if stem != STATES[state] {
-        d.push(Diagnostic::error(
-            "R304",
-            Some(&code_node.span),
-            format!("local rates for `{}` must be in local/{}.yaml", STATES[state], STATES[state].to_lowercase()),
-        ));
-    }
-    let Some(map) = f.req("zips", what, d) else { return };
-    let Some(m) = Fields::of(map, "zips", &[], &mut vec![]) else {
-        d.push(Diagnostic::error("R101", Some(&map.span), "`zips` must be a mapping of zip code to locality"));
-        return;
-    };
-    for (k, v) in m.entries() {
-        let zip = k.as_scalar().unwrap_or("").to_string();
-        if zip.len() != 5 || !zip.chars().all(|c| c.is_ascii_digit()) {
-            d.push(
-                Diagnostic::error("R601", Some(&k.span), format!("`{zip}` is not a 5-digit zip code"))
-                    .with_help("quote zip codes: \"02108\""),
-            );
-            continue;
-        }
-        let Some(z) = Fields::of(v, "a zip entry", &["locality", "covered_from", "layers", "split", "divergences"], d) else { continue };
-        let Some(locality) = z.req_str("locality", "a zip entry", d) else { continue };
-        let covered_from = z.opt_date("covered_from", d);
-        let split = z.opt_str("split", d);
-        if split.as_deref().is_some_and(|s| s.trim().is_empty()) {
-            d.push(Diagnostic::error("R102", Some(&v.span), format!("zip `{zip}` has an empty `split`")));
-            continue;
-        }
-        let mut layers = vec![];
-        if let Some(list) = z.req("layers", "a zip entry", d) {
-            for item in seq(list, "layers", d) {
-                let Some(l) =
-                    Fields::of(item, "a local rate layer", &["level", "name", "rate", "from", "to", "cite", "url", "checked", "note"], d)
-                else {
-                    continue;
-                };
-                let level = l.req("level", "a local rate layer", d).and_then(|n| enum_value(n, LOCAL_LEVELS, "local level", d));
-                let name = l.req_str("name", "a local rate layer", d);
-                let rate = l.req("rate", "a local rate layer", d).and_then(|n| read::percent(n, d));
-                let from = l.req_date("from", "a local rate layer", d);
-                let to = l.opt_date("to", d);
-                let citation = l.citation("a local rate layer", d);
-                if let (Some(level), Some(name), Some(rate), Some(from), Some(to), Some(citation)) = (level, name, rate, from, to, citation)
-                {
-                    layers.push((
-                        LocalLayer { level: LOCAL_LEVELS[level as usize].to_string(), name, rate, from, to, citation },
-                        item.span.clone(),
-                    ));
-                }
-            }
-        }
-        let mut names: Vec<&str> = layers.iter().map(|(l, _)| l.name.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
-        for n in names {
-            let mut ranges: Vec<check::Range> =
-                layers.iter().filter(|(l, _)| l.name == n).map(|(l, s)| check::Range { from: l.from, to: l.to, span: s }).collect();
-            check::dated_ranges(&format!("zip {zip} layer `{n}`"), &mut ranges, None, false, d);
-        }
-        let divergences = z.get("divergences").map(|list| divergences(list, d)).unwrap_or_default();
-        if let Some(prev) = listed.get(&zip) {
-            d.push(Diagnostic::error("R602", Some(&k.span), format!("zip `{zip}` is already listed for {}", STATES[*prev])));
-            continue;
-        }
-        listed.insert(zip.clone(), state);
-        zips.push(ZipArea {
-            zip,
-            state,
-            locality,
-            covered_from: covered_from.flatten(),
-            layers: layers.into_iter().map(|(l, _)| l).collect(),
-            split,
-            divergences,
-        });
-    }
-}
-
-/// A zip's `divergences:`: each names the other table, its figure, the reason and the primary source; a table
-/// and figure recorded twice is an error (R603).
-fn divergences(list: &Node, d: &mut Diags) -> Vec<Divergence> {
-    let what = "a divergence";
-    let mut out: Vec<Divergence> = vec![];
-    for item in seq(list, "divergences", d) {
-        let Some(f) = Fields::of(item, what, &["table", "rate", "reason", "cite", "url", "checked"], d) else { continue };
-        let table = f.req("table", what, d).and_then(|n| enum_value(n, ZIP_TABLES, "zip-level rate table", d));
-        let rate = f.req("rate", what, d).and_then(|n| read::percent(n, d));
-        let reason = f.req_str("reason", what, d);
-        if reason.as_deref().is_some_and(|r| r.trim().is_empty()) {
-            d.push(Diagnostic::error("R102", Some(&item.span), "a divergence has an empty `reason`"));
-            continue;
-        }
-        let citation = f.citation(what, d);
-        let (Some(table), Some(rate), Some(reason), Some(citation)) = (table, rate, reason, citation) else { continue };
-        let table = ZIP_TABLES[table as usize].to_string();
-        if out.iter().any(|o| o.table == table && o.rate == rate) {
-            d.push(Diagnostic::error(
-                "R603",
-                Some(&item.span),
-                format!("a divergence from `{table}` at {}% is recorded twice", (rate * rust_decimal::Decimal::from(100)).normalize()),
-            ));
-            continue;
-        }
-        out.push(Divergence { table, rate, reason, citation });
-    }
-    out
 }
 
 /// A state file's `divergences:`: each names the state-level table, the field, the table's value, the reason and

@@ -1,14 +1,17 @@
 //! Typed reading of marked YAML nodes: mappings with a closed set of keys, dates, percentages,
 //! money and citations, each failure a located diagnostic.
 
+use std::collections::HashMap;
+use std::path::Path;
+
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
 
 use super::ast::Cond;
-use super::diag::{Diagnostic, Span};
+use super::dated::{Citation, Dated};
+use super::diag::{display_path, Diagnostic, SourceMap, Span};
 use super::parse::{self, ExprSource};
-use super::registry::Citation;
-use super::yaml::{Node, NodeKind};
+use super::yaml::{self, Node, NodeKind};
 
 pub type Diags = Vec<Diagnostic>;
 
@@ -223,4 +226,110 @@ pub fn expr<T>(node: &Node, d: &mut Diags, f: impl Fn(&ExprSource) -> Result<T, 
             None
         }
     }
+}
+
+/// Reads and parses one YAML file, recording its text for diagnostics.
+pub fn read_yaml(path: &Path, sources: &mut SourceMap, d: &mut Diags) -> Option<Node> {
+    let name = display_path(path);
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            d.push(Diagnostic::error("R001", Some(&Span::new(&name, 1, 1, 1)), format!("cannot read the file: {e}")));
+            return None;
+        }
+    };
+    sources.add(&name, &text);
+    match yaml::parse(&name, &text) {
+        Ok((n, mut warnings)) => {
+            d.append(&mut warnings);
+            Some(n)
+        }
+        Err(mut e) => {
+            d.append(&mut e);
+            None
+        }
+    }
+}
+
+pub(crate) fn yaml_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml")).collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+pub(crate) trait HelpIfNone {
+    fn with_help_if_none(self, help: &str) -> Self;
+}
+impl HelpIfNone for Diagnostic {
+    fn with_help_if_none(self, help: &str) -> Self {
+        if self.help.is_some() {
+            self
+        } else {
+            self.with_help(help)
+        }
+    }
+}
+
+pub(crate) fn register_id(id: &str, span: &Span, ids: &mut HashMap<String, Span>, d: &mut Diags) {
+    if !id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '-' | '_')) || id.is_empty() {
+        d.push(Diagnostic::error("R112", Some(span), format!("rule id `{id}` must be lowercase letters, digits, dots and dashes")));
+    }
+    if let Some(prev) = ids.get(id) {
+        d.push(Diagnostic::error("R501", Some(span), format!("duplicate rule id `{id}`")).with_help(format!("the first is at {prev}")));
+    } else {
+        ids.insert(id.to_string(), span.clone());
+    }
+}
+
+pub(crate) fn enum_value(node: &Node, kind: &'static [&'static str], what: &str, d: &mut Diags) -> Option<u16> {
+    let text = node.as_scalar().unwrap_or("");
+    match kind.iter().position(|k| *k == text) {
+        Some(i) => Some(i as u16),
+        None => {
+            d.push(
+                Diagnostic::error("R205", Some(&node.span), format!("`{text}` is not a {what}"))
+                    .suggest(text, kind.iter().copied())
+                    .with_help_if_none(&format!("{what}s: {}", kind.join(", "))),
+            );
+            None
+        }
+    }
+}
+
+pub(crate) fn dated_list<T>(
+    f: &Fields,
+    key: &str,
+    what: &str,
+    extra: &[&str],
+    value: &mut dyn FnMut(&Fields, &mut Diags) -> Option<T>,
+    d: &mut Diags,
+) -> Option<Vec<Dated<T>>> {
+    let list = f.req(key, what, d)?;
+    let mut out = vec![];
+    let mut ok = true;
+    let mut keys = vec!["from", "to", "cite", "url", "checked", "note"];
+    keys.extend_from_slice(extra);
+    for item in seq(list, key, d) {
+        let Some(e) = Fields::of(item, &format!("an entry of `{key}`"), &keys, d) else {
+            ok = false;
+            continue;
+        };
+        let from = e.req_date("from", &format!("an entry of `{key}`"), d);
+        let to = e.opt_date("to", d);
+        let v = value(&e, d);
+        let citation = e.citation(&format!("an entry of `{key}`"), d);
+        match (from, to, v, citation) {
+            (Some(from), Some(to), Some(value), Some(citation)) => out.push(Dated { from, to, value, citation, span: item.span.clone() }),
+            _ => ok = false,
+        }
+    }
+    if out.is_empty() && ok {
+        d.push(Diagnostic::error("R102", Some(&list.span), format!("`{key}` needs at least one dated entry")));
+        return None;
+    }
+    ok.then_some(out)
 }

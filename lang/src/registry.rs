@@ -1,43 +1,15 @@
 //! The compiled registry: the immutable, indexed form of every rule file, shared by the engine,
 //! the CLI and the server. Built only by [`super::compile`] from checked documents.
 
-use std::collections::HashMap;
-
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
 
 use super::ast::{Cond, Sourcing, TaxOutcome};
+pub use super::dated::{in_force, Citation, Dated};
 use super::diag::Span;
+use super::gains::GainsRules;
+pub use super::places::{Divergence, LocalTables};
 use super::schema::{Fact, CATEGORIES};
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Citation {
-    pub cite: String,
-    pub url: Option<String>,
-    /// The day the figure was last compared with the cited source (`checked:`), where the file records one.
-    pub checked: Option<NaiveDate>,
-}
-
-/// A value in force from `from` through `to` (inclusive; open when `None`).
-#[derive(Clone, Debug)]
-pub struct Dated<T> {
-    pub from: NaiveDate,
-    pub to: Option<NaiveDate>,
-    pub value: T,
-    pub citation: Citation,
-    pub span: Span,
-}
-
-impl<T> Dated<T> {
-    pub fn covers(&self, day: NaiveDate) -> bool {
-        self.from <= day && self.to.is_none_or(|t| day <= t)
-    }
-}
-
-/// The entry of a dated list in force on `day`.
-pub fn in_force<T>(list: &[Dated<T>], day: NaiveDate) -> Option<&Dated<T>> {
-    list.iter().find(|d| d.covers(day))
-}
 
 #[derive(Clone, Debug)]
 pub enum RuleBody<O> {
@@ -119,59 +91,6 @@ pub struct StateDivergence {
     /// The table's value in canonical form: a rate as a fraction (`0.065`), `true`/`false`, or
     /// `taxable`/`exempt`/`local_only`.
     pub value: String,
-    pub reason: String,
-    /// The primary source our figure rests on.
-    pub citation: Citation,
-}
-
-#[derive(Clone, Debug)]
-pub struct LocalLayer {
-    pub level: String,
-    pub name: String,
-    pub rate: Decimal,
-    pub from: NaiveDate,
-    pub to: Option<NaiveDate>,
-    pub citation: Citation,
-}
-
-#[derive(Clone, Debug)]
-pub struct ZipArea {
-    pub zip: String,
-    pub state: usize,
-    pub locality: String,
-    /// The first day the entry holds all of the zip's local taxes (`covered_from:`), where its layers' history
-    /// before that is not traced; else the first layer's `from`.
-    pub covered_from: Option<NaiveDate>,
-    pub layers: Vec<LocalLayer>,
-    /// Where the zip code spans jurisdictions: the others it reaches into (`split:`). The layers are those of
-    /// `locality`, the one the zip's main city uses; an answer there says the zip is split.
-    pub split: Option<String>,
-    /// Known disagreements with an independent rate table (`divergences:`), each with its reason and source.
-    pub divergences: Vec<Divergence>,
-}
-
-impl ZipArea {
-    /// The first day the local tables hold all of this zip's rates: `covered_from`, else its first layer's `from`
-    /// (none for a zip without layers, listed with no local tax or only to carry records).
-    pub fn covered_since(&self) -> Option<NaiveDate> {
-        self.covered_from.or_else(|| self.layers.iter().map(|l| l.from).min())
-    }
-
-    /// Whether the local tables hold this zip's rates on `day`. Before that the zip is as good as not listed.
-    pub fn covers(&self, day: NaiveDate) -> bool {
-        self.covered_since().is_none_or(|first| first <= day)
-    }
-}
-
-/// A recorded, explained disagreement between our combined rate at a zip code and another table's figure
-/// there: `levy rules audit-rates` lists a row that matches one apart and does not fail on it.
-#[derive(Clone, Debug)]
-pub struct Divergence {
-    /// The other table, one of [`crate::schema::ZIP_TABLES`].
-    pub table: String,
-    /// The other table's combined rate (a fraction: 0.0925 for 9.25%).
-    pub rate: Decimal,
-    /// Why the other figure is not ours (a zip spanning jurisdictions, the table's own caveat, ...).
     pub reason: String,
     /// The primary source our figure rests on.
     pub citation: Citation,
@@ -262,11 +181,12 @@ pub struct Registry {
     /// Indexed by the position of the state code in [`super::schema::STATES`]; `None` only in a
     /// registry loaded with `partial` (a rules directory still being written).
     pub jurisdictions: Vec<Option<Jurisdiction>>,
-    pub zips: HashMap<String, ZipArea>,
+    /// Local taxes written once, and where each ZIP code's apply (rules/local/, rules/geo/).
+    pub local: LocalTables,
     pub special_taxes: Vec<SpecialTax>,
     pub information_returns: Vec<Dated<InformationReturnThreshold>>,
     /// Federal and state figures for the gains tracker (rules/gains/).
-    pub gains: super::gains::GainsRules,
+    pub gains: GainsRules,
 }
 
 /// A rule found by id: its jurisdiction, and the rule (a taxability rule or a sourcing rule).

@@ -10,6 +10,13 @@ pub const STATES: [&str; 51] = [
     "VT", "VA", "WA", "WV", "WI", "WY", "DC",
 ];
 
+/// The FIPS code of each of [`STATES`], in the same order (Census state codes, as the Streamlined Sales Tax files
+/// name states).
+pub const STATE_FIPS: [u8; 51] = [
+    1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39,
+    40, 41, 42, 44, 45, 46, 47, 48, 49, 50, 51, 53, 54, 55, 56, 11,
+];
+
 pub const TRANSACTION_TYPES: [&str; 19] = [
     "compute",
     "api_access",
@@ -205,6 +212,7 @@ pub const ENGINE_ADVISORIES: &[&str] = &[
     "ZIP_STATE_MISMATCH",
     "ZIP_SPANS_JURISDICTIONS",
     "ZIP_NOT_COVERED_ON_DATE",
+    "LOCAL_RATES_PARTIAL",
     "NO_LOCAL_TAX_IN_STATE",
     "DIGITAL_CONTENT_TYPE_DECLARED",
     "DIGITAL_CONTENT_TYPE_MAY_REDUCE",

@@ -23,6 +23,7 @@ use super::schema::rates::{
     RuleCitation, SpecialTaxView, StateRate, VerifiedRate, VerifiedRateTable, VerifyRatesRequest, VerifyRatesResponse,
 };
 use super::{ApiTags, AppState};
+use crate::engine::determine::LocalCoverage;
 use crate::engine::render::DISCLAIMER;
 use crate::engine::table::{self, StateRates};
 use crate::error_responses;
@@ -296,9 +297,8 @@ impl PublicRatesApi {
         }
         covered(s, day)?;
         let reg = &s.registry;
-        let area = reg.zips.get(&zip);
-        let state = match area {
-            Some(area) => area.state,
+        let state = match reg.local.states_of(&zip).first() {
+            Some(&i) => i,
             None => match crate::postal::state_of_zip(&zip).map_err(ApiError::internal)? {
                 Some(i) => i,
                 None => {
@@ -312,17 +312,19 @@ impl PublicRatesApi {
         };
         let det = table::probe(reg, state, table::SAAS, Some(&zip), day).map_err(|e| ApiError::engine(e, ""))?;
         let j = reg.jurisdiction(state).ok_or_else(|| ApiError::internal("jurisdiction missing from the registry"))?;
-        let local_taxes = in_force(&j.local_taxes, day).is_some_and(|d| d.value);
-        let in_tables = area.is_some_and(|a| a.covers(day));
-        let note = match (in_tables, local_taxes) {
-            (false, true) => Some(format!(
+        let note = match det.local_coverage {
+            LocalCoverage::Whole => None,
+            LocalCoverage::NoLocalTax => Some(format!("{} has no local sales taxes: the state rate is the whole rate", j.name)),
+            LocalCoverage::Partial => Some(format!(
+                "not every local tax of {} is in the tables yet: the combined rate holds the county and district taxes known at zip code {zip} on {day}, and a city or district tax at the address may be missing; give the ZIP+4 or check the street address",
+                j.name
+            )),
+            _ => Some(format!(
                 "local rates are not covered for zip code {zip} on {day}: {} has local sales taxes, and the combined rate here is the state rate only",
                 j.name
             )),
-            (false, false) => Some(format!("{} has no local sales taxes: the state rate is the whole rate", j.name)),
-            _ => None,
         };
-        let split = area.filter(|_| local_taxes).and_then(|a| a.split.clone());
+        let split = det.split.clone();
         let special_taxes = reg
             .special_taxes
             .iter()
@@ -348,7 +350,7 @@ impl PublicRatesApi {
             state_name: j.name.clone(),
             locality: det.locality.clone(),
             jurisdiction: det.jurisdiction.clone(),
-            local_rates_covered: in_tables || !local_taxes,
+            local_rates_covered: det.local_coverage.is_whole(),
             state_rate: f(det.state_rate),
             state_rate_citation: CitationView::from(&det.state_rate_citation),
             local_rate: f(det.local_rate),

@@ -20,8 +20,10 @@ use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 use crate::engine::determine::pct;
+use crate::engine::determine::LocalCoverage;
 use crate::engine::table;
-use crate::rules::registry::{in_force, Divergence, Registry};
+use crate::rules::places::Placed;
+use crate::rules::registry::{Divergence, Registry};
 use crate::rules::schema::state_index;
 
 /// The tolerance of a table that states none: half a thousandth of a percentage point, enough for a table's
@@ -333,9 +335,39 @@ fn state_rows<'a>(
 #[derive(Clone, Debug)]
 pub enum Outcome {
     Agrees,
-    Disagrees { ours: Ours },
-    Recorded { ours: Ours, record: Record },
-    Uncovered { reason: String },
+    Disagrees {
+        ours: Ours,
+    },
+    Recorded {
+        ours: Ours,
+        record: Record,
+    },
+    /// The zip code straddles jurisdictions and the table's figure is that of another of its parts: our answer is
+    /// the highest part's, and says what else the zip reaches into.
+    Split {
+        ours: Ours,
+        split: String,
+    },
+    /// A PO-box-only or single-organisation zip code (no Census ZCTA), placed by its post office alone.
+    PostOffice {
+        ours: Ours,
+    },
+    /// The table names another place for the zip code than the one our answer is for (its post office's): by the
+    /// table's own account the zip reaches into another jurisdiction, or the table places it by another convention.
+    Elsewhere {
+        ours: Ours,
+        theirs: String,
+    },
+    Uncovered {
+        reason: String,
+    },
+}
+
+impl Outcome {
+    /// A row that differs but is explained: a recorded divergence, a straddling zip, a post-office zip.
+    pub fn explained(&self) -> bool {
+        matches!(self, Outcome::Recorded { .. } | Outcome::Split { .. } | Outcome::PostOffice { .. } | Outcome::Elsewhere { .. })
+    }
 }
 
 /// The record that explains a divergence: the other table, the reason, the primary source.
@@ -389,6 +421,15 @@ impl Audit<'_> {
     }
     pub fn recorded(&self) -> usize {
         self.count(|o| matches!(o, Outcome::Recorded { .. }))
+    }
+    pub fn split(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Split { .. }))
+    }
+    pub fn post_office(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::PostOffice { .. }))
+    }
+    pub fn elsewhere(&self) -> usize {
+        self.count(|o| matches!(o, Outcome::Elsewhere { .. }))
     }
     pub fn uncovered(&self) -> usize {
         self.count(|o| matches!(o, Outcome::Uncovered { .. }))
@@ -470,47 +511,84 @@ pub fn check_row(reg: &Registry, format: Format, row: &Row, as_of: NaiveDate) ->
     let Some(state) = state_index(&row.state) else {
         return Outcome::Uncovered { reason: format!("{} is not one of the 51 jurisdictions", row.state) };
     };
-    let Some(j) = reg.jurisdiction(state) else {
+    if reg.jurisdiction(state).is_none() {
         return Outcome::Uncovered { reason: format!("{} has no rules", row.state) };
-    };
-    let local_taxes = in_force(&j.local_taxes, as_of).is_some_and(|d| d.value);
-    let area = reg.zips.get(&row.zip);
-    match area {
-        Some(a) if a.state != state => {
-            return Outcome::Uncovered {
-                reason: format!("our local tables hold {} under {}", row.zip, crate::rules::schema::STATES[a.state]),
-            }
+    }
+    let entry = reg.local.entry(&row.zip, state);
+    if entry.is_none() {
+        if let Some(&other) = reg.local.states_of(&row.zip).first() {
+            return Outcome::Uncovered { reason: format!("our tables place {} in {}", row.zip, crate::rules::schema::STATES[other]) };
         }
-        None if local_taxes => {
-            return Outcome::Uncovered { reason: format!("{} has local taxes and our local tables do not hold {}", row.state, row.zip) }
-        }
-        Some(a) if local_taxes && !a.covers(as_of) => {
-            return Outcome::Uncovered { reason: format!("our local tables hold {} only from a date after {as_of}", row.zip) }
-        }
-        _ => {}
     }
     let det = match table::probe(reg, state, table::SAAS, Some(&row.zip), as_of) {
         Ok(d) => d,
         Err(e) => return Outcome::Uncovered { reason: format!("not determined as of {as_of}: {e:?}") },
     };
-    if (det.combined_rate - row.rate).abs() <= row.tolerance {
+    let within = |rate: Decimal| (rate - row.rate).abs() <= row.tolerance;
+    if within(det.combined_rate) {
         return Outcome::Agrees;
+    }
+    let lower = row.state.to_lowercase();
+    match det.local_coverage {
+        LocalCoverage::Whole | LocalCoverage::NoLocalTax => {}
+        LocalCoverage::Partial => {
+            return Outcome::Uncovered {
+                reason: format!("not every local tax of {} is in our tables (local/{lower}.yaml has no `complete`)", row.state),
+            }
+        }
+        LocalCoverage::NotOnDate => {
+            return Outcome::Uncovered { reason: format!("our local tables hold {} only from a date after {as_of}", row.zip) }
+        }
+        LocalCoverage::Unknown | LocalCoverage::NoZip => {
+            return Outcome::Uncovered { reason: format!("{} has local taxes and our local tables do not hold {}", row.state, row.zip) }
+        }
     }
     let mut layers = vec![format!("state {} [{}]", pct(det.state_rate), det.state_rate_citation.cite)];
     layers.extend(det.layers.iter().map(|l| format!("{} {} {} [{}]", l.level, pct(l.rate), l.name, l.citation.cite)));
     let mut rules = vec![det.sourcing_rule.clone()];
-    if area.is_some() {
-        rules.push(format!("local/{}.yaml zip {}", row.state.to_lowercase(), row.zip));
+    rules.extend(det.layers.iter().map(|l| l.id.clone()));
+    if let Some(file) = entry.and_then(|e| e.file.as_deref()) {
+        // The file under the rules directory: `local/tx.csv`.
+        let short = file.rfind("local/").map_or(file, |i| &file[i..]);
+        rules.push(format!("{short} zip {}", row.zip));
     }
     let ours = Ours { rate: det.combined_rate, value: None, locality: det.locality.clone(), layers, rules };
-    let recorded = area
+    let recorded = entry
         .into_iter()
-        .flat_map(|a| a.divergences.iter())
+        .flat_map(|e| e.divergences.iter())
         .find(|d| d.table == format.id() && (d.rate - row.rate).abs() <= row.tolerance.max(Decimal::new(1, 5)));
-    match recorded {
-        Some(d) => Outcome::Recorded { ours, record: d.into() },
-        None => Outcome::Disagrees { ours },
+    if let Some(d) = recorded {
+        return Outcome::Recorded { ours, record: d.into() };
     }
+    if let (Some(split), true) = (&det.split, det.local_alternatives.iter().any(|r| within(*r))) {
+        return Outcome::Split { split: split.clone(), ours };
+    }
+    if entry.is_some_and(|e| !e.zcta && e.placed == Placed::Derived) {
+        return Outcome::PostOffice { ours };
+    }
+    if let Some(theirs) = elsewhere(row, det.locality.as_deref()).filter(|_| format == Format::Avalara) {
+        return Outcome::Elsewhere { ours, theirs };
+    }
+    Outcome::Disagrees { ours }
+}
+
+/// The place a row of Avalara's table names for the zip (its region), when that is another place than `ours`: the
+/// two names differ once case, punctuation, single letters and the words the table adds (COUNTY, CITY, VILLAGE, CO,
+/// SPECIAL TAX DIST …) are set aside.
+fn elsewhere(row: &Row, ours: Option<&str>) -> Option<String> {
+    const ADDED: &[&str] = &["COUNTY", "CO", "CITY", "VILLAGE", "TOWN", "TOWNSHIP", "SPECIAL", "TAX", "DIST", "DISTRICT", "OF"];
+    let words = |s: &str| -> String {
+        s.to_uppercase()
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .filter(|w| w.len() > 1 && !ADDED.contains(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if row.field.is_some() || row.note.is_empty() {
+        return None;
+    }
+    let (theirs, mine) = (words(&row.note), words(ours?));
+    (!theirs.is_empty() && !mine.is_empty() && theirs != mine).then(|| row.note.clone())
 }
 
 /// Audits one table: each row as of `as_of` when given, else as of the row's own date, else `today`.
@@ -588,10 +666,18 @@ pub fn render_text(audits: &[Audit]) -> String {
         let _ = writeln!(s, "  agree      {}", a.agree());
         let _ = writeln!(s, "  disagree   {}", a.disagree());
         let _ = writeln!(s, "  recorded   {}", a.recorded());
-        let uncovered = by_state(a, |o| matches!(o, Outcome::Uncovered { .. }));
-        let per: Vec<String> = uncovered.iter().map(|(st, v)| format!("{st} {}", v.len())).collect();
-        let _ =
-            writeln!(s, "  uncovered  {}{}", a.uncovered(), if per.is_empty() { String::new() } else { format!(" ({})", per.join(", ")) });
+        let per_state = |f: fn(&Outcome) -> bool| {
+            let per: Vec<String> = by_state(a, f).iter().map(|(st, v)| format!("{st} {}", v.len())).collect();
+            if per.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", per.join(", "))
+            }
+        };
+        let _ = writeln!(s, "  split      {}{}", a.split(), per_state(|o| matches!(o, Outcome::Split { .. })));
+        let _ = writeln!(s, "  post office {}{}", a.post_office(), per_state(|o| matches!(o, Outcome::PostOffice { .. })));
+        let _ = writeln!(s, "  elsewhere  {}{}", a.elsewhere(), per_state(|o| matches!(o, Outcome::Elsewhere { .. })));
+        let _ = writeln!(s, "  uncovered  {}{}", a.uncovered(), per_state(|o| matches!(o, Outcome::Uncovered { .. })));
         let dis = by_state(a, |o| matches!(o, Outcome::Disagrees { .. }));
         if !dis.is_empty() {
             let _ = writeln!(s, "\n  disagreements");
@@ -657,7 +743,11 @@ fn checked_json(c: &Checked) -> Value {
         v["field"] = json!(f);
     }
     match &c.outcome {
-        Outcome::Disagrees { ours } | Outcome::Recorded { ours, .. } => {
+        Outcome::Disagrees { ours }
+        | Outcome::Recorded { ours, .. }
+        | Outcome::Split { ours, .. }
+        | Outcome::PostOffice { ours }
+        | Outcome::Elsewhere { ours, .. } => {
             v["ours"] = json!(ours.value.clone().unwrap_or_else(|| ours.rate.normalize().to_string()));
             v["locality"] = json!(ours.locality);
             v["layers"] = json!(ours.layers);
@@ -665,6 +755,9 @@ fn checked_json(c: &Checked) -> Value {
         }
         Outcome::Uncovered { reason } => v["reason"] = json!(reason),
         Outcome::Agrees => {}
+    }
+    if let Outcome::Split { split, .. } = &c.outcome {
+        v["split"] = json!(split);
     }
     if let Outcome::Recorded { record: d, .. } = &c.outcome {
         v["divergence"] = json!({"table": d.table, "reason": d.reason, "cite": d.citation.cite, "url": d.citation.url});
@@ -685,9 +778,15 @@ pub fn render_json(audits: &[Audit]) -> Value {
                 "agree": a.agree(),
                 "disagree": a.disagree(),
                 "recorded": a.recorded(),
+                "split": a.split(),
+                "post_office": a.post_office(),
+                "elsewhere": a.elsewhere(),
                 "uncovered": a.uncovered(),
                 "disagreements": list(|o| matches!(o, Outcome::Disagrees { .. })),
                 "recorded_divergences": list(|o| matches!(o, Outcome::Recorded { .. })),
+                "split_rows": list(|o| matches!(o, Outcome::Split { .. })),
+                "post_office_rows": list(|o| matches!(o, Outcome::PostOffice { .. })),
+                "elsewhere_rows": list(|o| matches!(o, Outcome::Elsewhere { .. })),
                 "uncovered_rows": list(|o| matches!(o, Outcome::Uncovered { .. })),
             })
         })
@@ -698,7 +797,7 @@ pub fn render_json(audits: &[Audit]) -> Value {
 
 /// The command: exit 0 when every row agrees, is recorded or is uncovered; 1 on any undocumented disagreement
 /// (or rules that do not load); 2 on a bad argument or a table that cannot be read.
-pub fn audit_rates(rules: &Path, tables: &[std::path::PathBuf], as_of: Option<&str>, json: bool) -> u8 {
+pub fn audit_rates(rules: &Path, tables: &[std::path::PathBuf], as_of: Option<&str>, tolerance: Option<&str>, json: bool) -> u8 {
     let as_of = match as_of.map(|t| NaiveDate::parse_from_str(t, "%Y-%m-%d").map_err(|_| format!("`{t}` is not a date (YYYY-MM-DD)"))) {
         None => None,
         Some(Ok(d)) => Some(d),
@@ -711,10 +810,23 @@ pub fn audit_rates(rules: &Path, tables: &[std::path::PathBuf], as_of: Option<&s
         eprintln!("error: name at least one rate table");
         return 2;
     }
+    let tolerance = match tolerance.map(|t| t.parse::<Decimal>().ok().filter(|d| *d >= Decimal::ZERO).ok_or(t)) {
+        None => None,
+        Some(Ok(points)) => Some(points / Decimal::from(100)),
+        Some(Err(t)) => {
+            eprintln!("error: --tolerance: `{t}` is not a number of percentage points");
+            return 2;
+        }
+    };
     let mut read = vec![];
     for p in tables {
         match read_table(p) {
-            Ok(t) => read.push(t),
+            Ok(mut t) => {
+                if let Some(tol) = tolerance {
+                    t.rows.iter_mut().filter(|r| r.field.is_none()).for_each(|r| r.tolerance = tol);
+                }
+                read.push(t)
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 return 2;

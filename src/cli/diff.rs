@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use chrono::NaiveDate;
+use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 use crate::engine::determine::pct;
@@ -30,7 +31,7 @@ pub fn diff(old: &Path, new: &Path, as_of: Option<&str>) -> u8 {
 
 /// The grid: every jurisdiction × transaction type × role × is_b2b, every explicit work type,
 /// the declared-fact values either registry's rules name, and every zip either knows.
-fn grid(a: &Registry, b: &Registry) -> Vec<Value> {
+fn grid(a: &Registry, b: &Registry, as_of: NaiveDate) -> Vec<Value> {
     let mut out = vec![];
     for (si, state) in STATES.iter().enumerate() {
         for tt in TRANSACTION_TYPES {
@@ -117,10 +118,15 @@ fn grid(a: &Registry, b: &Registry) -> Vec<Value> {
             out.push(req);
         }
     }
+    // The zip codes whose local taxes differ between the two rule sets on the day compared.
     let mut zips: BTreeMap<&str, usize> = BTreeMap::new();
     for reg in [a, b] {
-        for (z, area) in &reg.zips {
-            zips.insert(z.as_str(), area.state);
+        for (z, entries) in &reg.local.zips {
+            for e in entries {
+                if local_taxes_at(a, z, e.state, as_of) != local_taxes_at(b, z, e.state, as_of) {
+                    zips.insert(z.as_str(), e.state);
+                }
+            }
         }
     }
     for (z, s) in zips {
@@ -129,6 +135,14 @@ fn grid(a: &Registry, b: &Registry) -> Vec<Value> {
         }
     }
     out
+}
+
+/// The local taxes of every part of a zip code on a day, by id and rate: what the diff compares.
+fn local_taxes_at(reg: &Registry, zip: &str, state: usize, day: NaiveDate) -> Option<Vec<Vec<(String, Decimal)>>> {
+    let entry = reg.local.entry(zip, state)?;
+    let answer = reg.local.answer(entry, None, day);
+    let part = |p: &crate::rules::places::Part| p.layers.iter().map(|l| (l.tax.id.clone(), l.rate.value)).collect::<Vec<_>>();
+    Some(std::iter::once(&answer.part).chain(&answer.others).map(part).collect())
 }
 
 fn evaluate(reg: &Registry, body: &Value, as_of: NaiveDate, nexus: &BTreeMap<usize, bool>) -> Option<Determination> {
@@ -150,7 +164,7 @@ pub fn diff_report(old: &Registry, new: &Registry, as_of: NaiveDate) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "semantic diff of rule set {} → {} as of {as_of} (amount 1000 USD, nexus everywhere)", old.version, new.version);
     let mut changed = 0;
-    let inputs = grid(old, new);
+    let inputs = grid(old, new, as_of);
     for body in &inputs {
         let (a, b) = (evaluate(old, body, as_of, &nexus), evaluate(new, body, as_of, &nexus));
         let line = match (&a, &b) {

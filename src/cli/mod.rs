@@ -4,6 +4,7 @@ pub mod accounts;
 pub mod audit;
 mod diff;
 mod explain;
+mod import;
 pub mod partners;
 
 use std::path::Path;
@@ -18,6 +19,7 @@ use crate::scenarios::run_case;
 pub use audit::audit_rates;
 pub use diff::{diff, diff_report};
 pub use explain::{explain, explain_text};
+pub use import::import_sst;
 
 pub fn check(dir: &Path) -> u8 {
     let checked = report::check_dir(dir, partial_from_env());
@@ -27,12 +29,15 @@ pub fn check(dir: &Path) -> u8 {
     let cases = &checked.cases;
     let rules: usize = reg.rule_count();
     println!(
-        "ok: rule set {} (engine {}): {} jurisdictions, {} rules, {} zip codes, {} special taxes, {} cases, {} plans",
+        "ok: rule set {} (engine {}): {} jurisdictions, {} rules, {} local taxes, {} zip codes ({} of {} states whole), {} special taxes, {} cases, {} plans",
         reg.version,
         reg.engine_version,
         reg.all_jurisdictions().count(),
         rules,
-        reg.zips.len(),
+        reg.local.taxes.len(),
+        reg.local.zips.len(),
+        reg.local.complete.iter().flatten().count(),
+        reg.all_jurisdictions().filter(|j| j.local_taxes.last().is_some_and(|d| d.value)).count(),
         reg.special_taxes.len(),
         cases.len(),
         plans.tiers.len()

@@ -14,6 +14,7 @@ use super::facts::FactSet;
 use super::money;
 use super::request::{state_code, B2bFromNetwork, Counterparty, FieldError, Request};
 use crate::rules::ast::{Sourcing, TaxOutcome};
+use crate::rules::places::Coverage;
 use crate::rules::registry::{in_force, CategoryEntry, Citation, Dated, FacilitatedCount, Jurisdiction, Registry, Rule, RuleBody};
 use crate::rules::schema::{Fact, CATEGORIES, DIGITAL_CONTENT_TYPES, TRANSACTION_TYPES, WORK_TYPES};
 
@@ -262,6 +263,8 @@ pub struct Advisory {
 
 #[derive(Clone, Debug)]
 pub struct AppliedLayer {
+    /// The local tax's id in the rule files (`tx.austin`).
+    pub id: String,
     pub level: String,
     pub name: String,
     pub rate: Decimal,
@@ -374,6 +377,12 @@ pub struct Determination {
     pub local_rate: Decimal,
     pub combined_rate: Decimal,
     pub layers: Vec<AppliedLayer>,
+    /// How much of the local tax at the sourced place `layers` holds.
+    pub local_coverage: LocalCoverage,
+    /// Where the sourced zip code straddles jurisdictions: what else it reaches into.
+    pub split: Option<String>,
+    /// The combined rates of the zip code's other parts, where their local taxes differ from the part answered.
+    pub local_alternatives: Vec<Decimal>,
     pub legs: Vec<Leg>,
     /// The sales or use tax the law imposes on the sale, before nexus, marketplace or remittance.
     pub tax_due: Decimal,
@@ -689,6 +698,9 @@ pub fn determine(reg: &Registry, input: &Input) -> Result<Determination, EngineE
         local_rate: rates.local_rate,
         combined_rate: rates.combined_rate,
         layers: rates.layers,
+        local_coverage: rates.local,
+        split: rates.split,
+        local_alternatives: rates.alternatives,
         legs: taxed.legs,
         tax_due,
         special,
@@ -855,6 +867,42 @@ struct Rates {
     combined_rate: Decimal,
     /// The locality and state, or the state's name when no locality applies.
     jurisdiction: String,
+    local: LocalCoverage,
+    split: Option<String>,
+    /// The combined rates of the zip code's other parts, where it straddles jurisdictions of other rates.
+    alternatives: Vec<Decimal>,
+}
+
+/// How much of the local tax at the sourced place the answer holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalCoverage {
+    /// The state levies no local sales tax: the state rate is the whole rate.
+    NoLocalTax,
+    /// Every local tax at the zip code is in the tables on the day.
+    Whole,
+    /// The known local taxes were applied; a city or district tax may be missing.
+    Partial,
+    /// The tables hold the zip code only from a later day: state rate only.
+    NotOnDate,
+    /// The zip code is in no table, or is in another state: state rate only.
+    Unknown,
+    /// No zip code was given: state rate only.
+    NoZip,
+}
+
+impl LocalCoverage {
+    /// Whether the combined rate holds every local tax (what /rates/local reports as `local_rates_covered`).
+    pub fn is_whole(self) -> bool {
+        matches!(self, LocalCoverage::NoLocalTax | LocalCoverage::Whole)
+    }
+}
+
+/// A zip code as given: five digits, and a ZIP+4 add-on when one follows a dash (`55401-1234`).
+pub fn zip_parts(zip: &str) -> (&str, Option<u16>) {
+    match zip.split_once('-') {
+        Some((five, four)) if four.len() == 4 && four.bytes().all(|b| b.is_ascii_digit()) => (five, four.parse().ok()),
+        _ => (zip, None),
+    }
 }
 
 /// The local layers in force for the sourced zip code, when the state has local taxes and the zip is in it.
@@ -863,35 +911,78 @@ fn rate_layers(cx: &mut Ctx, j: &Jurisdiction, sourced: &Sourced, state_rate: &D
     let local_taxes = in_force(&j.local_taxes, as_of).is_some_and(|d| d.value);
     let mut layers = vec![];
     let mut locality = None;
+    let mut split = None;
+    let mut alternatives = vec![];
+    let mut local = if local_taxes { LocalCoverage::Unknown } else { LocalCoverage::NoLocalTax };
     match &sourced.zip {
-        Some(zip) => match reg.zips.get(zip) {
-            Some(area) if area.state != req.buyer_state => {
-                cx.advise_buyer("ZIP_STATE_MISMATCH");
-                cx.lower_confidence(20, format!("zip {zip} is in {}, not {}", state_code(area.state), j.code));
-            }
-            Some(area) if local_taxes && area.covers(as_of) => {
-                for l in area.layers.iter().filter(|l| l.from <= as_of && l.to.is_none_or(|t| as_of <= t)) {
-                    layers.push(AppliedLayer { level: l.level.clone(), name: l.name.clone(), rate: l.rate, citation: l.citation.clone() });
+        Some(given) => {
+            let (zip, plus4) = zip_parts(given);
+            match reg.local.entry(zip, req.buyer_state) {
+                None if !reg.local.states_of(zip).is_empty() => {
+                    let other = reg.local.states_of(zip).into_iter().map(state_code).collect::<Vec<_>>().join(", ");
+                    cx.advise_buyer("ZIP_STATE_MISMATCH");
+                    cx.lower_confidence(20, format!("zip {zip} is in {other}, not {}", j.code));
+                    if !local_taxes {
+                        local = LocalCoverage::NoLocalTax;
+                    }
                 }
-                if let Some(split) = &area.split {
-                    cx.advise_buyer("ZIP_SPANS_JURISDICTIONS");
-                    cx.lower_confidence(10, format!("zip {zip} spans jurisdictions ({split}); the rates of {} were used", area.locality));
+                Some(entry) if local_taxes => {
+                    let answer = reg.local.answer(entry, plus4, as_of);
+                    match answer.coverage {
+                        Coverage::From(from) => {
+                            local = LocalCoverage::NotOnDate;
+                            cx.advise_buyer("ZIP_NOT_COVERED_ON_DATE");
+                            cx.lower_confidence(
+                                15,
+                                format!("the local rate tables hold zip {zip} from {from}, not on {as_of}; state rate only"),
+                            );
+                        }
+                        coverage => {
+                            for l in &answer.part.layers {
+                                layers.push(AppliedLayer {
+                                    id: l.tax.id.clone(),
+                                    level: l.tax.level.to_string(),
+                                    name: l.tax.name.clone(),
+                                    rate: l.rate.value,
+                                    citation: l.rate.citation.clone(),
+                                });
+                            }
+                            locality = entry.locality.as_deref().map(str::to_string);
+                            let place = locality.clone().unwrap_or_else(|| format!("zip {zip}"));
+                            if coverage == Coverage::Partial {
+                                local = LocalCoverage::Partial;
+                                cx.advise_buyer("LOCAL_RATES_PARTIAL");
+                                let (points, known) =
+                                    if layers.is_empty() { (15, "no local tax") } else { (10, "only the county and district taxes") };
+                                cx.lower_confidence(
+                                    points,
+                                    format!("the local rate tables of {} hold {known} known at zip {zip} ({place}); a city or district tax may be missing", j.code),
+                                );
+                            } else {
+                                local = LocalCoverage::Whole;
+                            }
+                            if answer.straddles() {
+                                let text = answer.split_text().unwrap_or_default();
+                                cx.advise_buyer("ZIP_SPANS_JURISDICTIONS");
+                                cx.lower_confidence(10, format!("zip {zip} spans jurisdictions ({text}); the rates of {place} were used"));
+                                split = Some(text);
+                                alternatives = answer.others.iter().map(|p| state_rate.value + p.rate).collect();
+                            }
+                        }
+                    }
                 }
-                locality = Some(area.locality.clone());
+                Some(_) => cx.advise_buyer("NO_LOCAL_TAX_IN_STATE"),
+                None if local_taxes => {
+                    cx.advise_buyer(if sourced.sourcing == Sourcing::Origin { "SELLER_ZIP_UNKNOWN_FOR_ORIGIN" } else { "ZIP_NOT_FOUND" });
+                    cx.lower_confidence(15, format!("zip {zip} is not in the local rate tables; state rate only"));
+                }
+                None => cx.advise_buyer("NO_LOCAL_TAX_IN_STATE"),
             }
-            Some(area) if local_taxes => {
-                cx.advise_buyer("ZIP_NOT_COVERED_ON_DATE");
-                let from = area.covered_since().map_or_else(String::new, |d| d.to_string());
-                cx.lower_confidence(15, format!("the local rate tables hold zip {zip} from {from}, not on {as_of}; state rate only"));
-            }
-            Some(_) => cx.advise_buyer("NO_LOCAL_TAX_IN_STATE"),
-            None if local_taxes => {
-                cx.advise_buyer(if sourced.sourcing == Sourcing::Origin { "SELLER_ZIP_UNKNOWN_FOR_ORIGIN" } else { "ZIP_NOT_FOUND" });
-                cx.lower_confidence(15, format!("zip {zip} is not in the local rate tables; state rate only"));
-            }
-            None => cx.advise_buyer("NO_LOCAL_TAX_IN_STATE"),
-        },
-        None if local_taxes => cx.lower_confidence(10, "no zip code given; local rates not applied"),
+        }
+        None if local_taxes => {
+            local = LocalCoverage::NoZip;
+            cx.lower_confidence(10, "no zip code given; local rates not applied")
+        }
         None => {}
     }
     let state_rate = state_rate.value;
@@ -906,7 +997,7 @@ fn rate_layers(cx: &mut Ctx, j: &Jurisdiction, sourced: &Sourced, state_rate: &D
         None,
         format!("state {} + local {} = {} ({jurisdiction})", pct(state_rate), pct(local_rate), pct(combined_rate)),
     );
-    Rates { state_rate, layers, locality, local_rate, combined_rate, jurisdiction }
+    Rates { state_rate, layers, locality, local_rate, combined_rate, jurisdiction, local, split, alternatives }
 }
 
 /// The sale rated leg by leg.
@@ -1057,7 +1148,7 @@ struct Party {
 fn special_taxes(cx: &mut Ctx, j: &Jurisdiction, facts: &FactSet, party: Party) -> Result<Vec<SpecialLeg>, EngineError> {
     let (reg, req, as_of) = (cx.reg, cx.req, cx.as_of);
     let mut special = vec![];
-    let Some(zip) = &req.buyer_zip else { return Ok(special) };
+    let Some(zip) = req.buyer_zip.as_deref().map(|z| zip_parts(z).0) else { return Ok(special) };
     for s in reg.special_taxes.iter().filter(|s| s.state == req.buyer_state && s.zips.iter().any(|z| z == zip)) {
         if !s.when.as_ref().is_none_or(|c| facts.holds(c)) {
             cx.trace(Stage::SpecialTax, Some(&s.id), "condition does not hold");
@@ -1074,7 +1165,12 @@ fn special_taxes(cx: &mut Ctx, j: &Jurisdiction, facts: &FactSet, party: Party) 
         let tax = money::tax(req.amount, rate.value).ok_or(Fault::TaxOverflow)?;
         cx.trace(Stage::SpecialTax, Some(&s.id), format!("fired: {} of {}", pct(rate.value), req.amount));
         cx.advise_buyer("SPECIAL_TAX_APPLIED");
-        let loc = reg.zips.get(zip).map(|z| format!("{}, {}", z.locality, j.code)).unwrap_or_else(|| j.name.clone());
+        let loc = reg
+            .local
+            .entry(zip, req.buyer_state)
+            .and_then(|z| z.locality.as_deref())
+            .map(|l| format!("{l}, {}", j.code))
+            .unwrap_or_else(|| j.name.clone());
         special.push(SpecialLeg {
             id: s.id.clone(),
             name: s.name.clone(),

@@ -130,7 +130,7 @@ fn rules_without_wyoming() -> Arc<levy::rules::Registry> {
             let target = to.join(entry.file_name());
             if entry.file_type().unwrap().is_dir() {
                 copy(&entry.path(), &target);
-            } else if entry.file_name() != "wy.yaml" {
+            } else if entry.file_name() != "wy.yaml" && entry.file_name() != "wy.csv" {
                 std::fs::copy(entry.path(), &target).unwrap();
             }
         }

@@ -111,7 +111,7 @@ async fn database_unreachable_is_503(app: TestApp) {
     assert_eq!(r.status, 200);
     assert_eq!(r.json["database"]["connected"], json!(true));
     assert_eq!(r.json["engine_version"], json!("1.5"));
-    assert_eq!(r.json["rules_version"], json!("1.5.0"));
+    assert_eq!(r.json["rules_version"], json!("1.6.0"));
 }
 
 on_both!(envelope_for_every_failure, database_unreachable_is_503);
