@@ -11,7 +11,7 @@ use super::diag::{Diagnostic, Span};
 use super::schema::{Fact, FactKind, FACTS};
 
 #[derive(Parser)]
-#[grammar = "../grammar/rules.pest"]
+#[grammar = "../../grammar/rules.pest"]
 struct RuleGrammar;
 
 type Diags = Vec<Diagnostic>;
