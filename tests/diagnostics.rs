@@ -150,3 +150,44 @@ fn the_build_check_passes_the_repository_rules_silently() {
     assert_eq!(verdict, Ok(()));
     assert_eq!(lines, Vec::<String>::new());
 }
+
+/// Local taxes and their boundary rows get the same located diagnostics: an unknown tax id with did-you-mean, a county
+/// and a post office the state does not have, overlapping ZIP+4 ranges, a gap between a zip's rows, a malformed
+/// range, a tax that applies nowhere, a zip of another state.
+#[test]
+fn planted_errors_in_local_taxes_and_boundary_rows_are_located() {
+    let (_tmp, dir) = rules_copy();
+    std::fs::write(
+        dir.join("local/tx.planted.yaml"),
+        "jurisdiction: TX\ntaxes:\n  - id: tx.planted-county\n    name: Planted County\n    level: county\n    counties: [\"999\"]\n    rates:\n      - { rate: 1%, from: 2024-01-01, cite: \"made up for the test\" }\n  - id: tx.planted-city\n    name: City of Planted\n    level: city\n    places: [\"Austn\"]\n    rates:\n      - { rate: 1%, from: 2024-01-01, cite: \"made up for the test\" }\n  - id: tx.nowhere\n    name: Nowhere District\n    level: special_district\n    rates:\n      - { rate: 1%, from: 2024-01-01, cite: \"made up for the test\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("local/tx.planted.csv"),
+        "zip,plus4,taxes,from,to\n78610,,tx.austn,,\n78611,0001-0500,tx.planted-city,2024-01-01,\n78611,0400-0999,tx.planted-city,2024-01-01,\n78612,,tx.planted-city,2024-01-01,2024-12-31\n78612,,tx.planted-city,2025-03-01,\n78613,12-99,tx.planted-city,,\n10001,,tx.planted-city,,\n",
+    )
+    .unwrap();
+    let (reg, diags, sources) = load_dir(&dir);
+    assert!(reg.is_none());
+    let at = |code: &str, line: u32, col: u32| {
+        diags.iter().any(|d| {
+            d.code == code
+                && d.span.as_ref().is_some_and(|s| s.file.ends_with("tx.planted.csv") || s.file.ends_with("tx.planted.yaml"))
+                && d.span.as_ref().is_some_and(|s| s.line == line && s.col == col)
+        })
+    };
+    assert!(at("R605", 6, 16), "county 999: {diags:#?}");
+    assert!(at("R606", 12, 15), "Austn: {diags:#?}");
+    assert!(at("R607", 15, 7), "applies nowhere: {diags:#?}");
+    assert!(at("R604", 2, 8), "unknown tax: {diags:#?}");
+    assert!(at("R401", 4, 1), "overlapping ZIP+4 ranges: {diags:#?}");
+    assert!(at("R402", 6, 1), "a gap between rows: {diags:#?}");
+    assert!(at("R608", 7, 7), "a malformed range: {diags:#?}");
+    assert!(at("R602", 8, 1), "a New York zip in a Texas table: {diags:#?}");
+    let unknown = rendered(&dir, &diags, &sources, "R604");
+    assert!(unknown.contains("did you mean"), "{unknown}");
+    let _guard = snapshot_settings().bind_to_scope();
+    insta::assert_snapshot!("diagnostic_local_unknown_tax", unknown);
+    insta::assert_snapshot!("diagnostic_local_place", rendered(&dir, &diags, &sources, "R606"));
+    insta::assert_snapshot!("diagnostic_local_overlap", rendered(&dir, &diags, &sources, "R401"));
+}

@@ -341,7 +341,7 @@ fn a_split_zip_uses_its_main_city_and_says_so() {
         .unwrap();
     let reg = load_dir(&rules).0.expect("a split zip loads");
     let tx = levy::rules::schema::state_index("TX").unwrap();
-    assert_eq!(reg.local.entry("78701", tx).unwrap().split.as_deref(), Some("unincorporated Travis County (made up for the test)"));
+    assert_eq!(reg.local.entry("78701", tx).unwrap().split(), Some("unincorporated Travis County (made up for the test)"));
     let body = json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "c"});
     let req = engine::parse_request(&body).unwrap();
     let nexus: BTreeMap<usize, bool> = [(levy::rules::schema::state_index("TX").unwrap(), true)].into();
@@ -365,4 +365,54 @@ fn a_split_zip_uses_its_main_city_and_says_so() {
     let (reg, diags, _) = load_dir(&rules);
     assert!(reg.is_none());
     assert!(diags.iter().any(|d| d.code == "R102" && d.message.contains("78701")), "{diags:#?}");
+}
+
+/// Every zip code of the Census and GeoNames tables is answered: with local layers, or with an explicit coverage that
+/// says what the answer holds. A zip of a state marked `complete` is whole; a zip with boundary rows in force is
+/// whole; the others in a state with local taxes say they are partial, never silently the state rate.
+#[test]
+fn every_zip_code_of_the_tables_is_answered_truthfully() {
+    use levy::engine::determine::LocalCoverage;
+    use levy::engine::table;
+    use levy::rules::places::{Coverage, Placed};
+    let reg = registry();
+    let on = day("2026-03-15");
+    let (mut zips, mut probed) = (0, 0);
+    let mut by_coverage: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in &reg.local.entries {
+        let zip = &e.zip();
+        {
+            zips += 1;
+            let a = reg.local.answer(e, None, on);
+            let complete = reg.local.complete_on(e.state(), on);
+            match (e.placed, a.coverage) {
+                (Placed::Rows, c) => assert!(matches!(c, Coverage::Whole | Coverage::From(_)), "{zip}: {c:?}"),
+                (Placed::Derived, Coverage::Whole) => assert!(complete, "{zip}: whole in a state not complete"),
+                (Placed::Derived, Coverage::Partial) => assert!(!complete, "{zip}: partial in a complete state"),
+                (Placed::Derived, c) => panic!("{zip}: derived with {c:?}"),
+            }
+            // One zip in 40 through the whole determination (what calculate and /rates/local answer).
+            if zips % 40 == 0 {
+                probed += 1;
+                let det = table::probe(reg, e.state(), table::SAAS, Some(zip), on).unwrap();
+                let local_taxes = reg.jurisdiction(e.state()).unwrap().local_taxes.iter().any(|d| d.covers(on) && d.value);
+                let expected = match (local_taxes, a.coverage) {
+                    (false, _) => LocalCoverage::NoLocalTax,
+                    (true, Coverage::Whole) => LocalCoverage::Whole,
+                    (true, Coverage::Partial) => LocalCoverage::Partial,
+                    (true, Coverage::From(_)) => LocalCoverage::NotOnDate,
+                };
+                assert_eq!(det.local_coverage, expected, "{zip}");
+                let applied = match a.coverage {
+                    _ if !local_taxes => Decimal::ZERO,
+                    Coverage::From(_) => Decimal::ZERO,
+                    _ => a.part.rate,
+                };
+                assert_eq!(det.local_rate, applied, "{zip}: the determination applies the answer's layers");
+                *by_coverage.entry(if det.local_coverage.is_whole() { "whole" } else { "partial" }).or_default() += 1;
+            }
+        }
+    }
+    assert!(zips > 40_000, "{zips} zip codes");
+    assert!(probed > 1_000 && by_coverage.len() == 2, "{by_coverage:?}");
 }

@@ -29,8 +29,8 @@ pub struct ZipPlace {
 /// The tables are read in file order: a ZIP's rows of `zip_place.csv` keep GeoNames' own order.
 #[derive(Debug, Default)]
 pub struct Geo {
-    /// By ZIP code, then by state (a ZIP can cross a state line).
-    pub zips: HashMap<String, Vec<(usize, ZipPlace)>>,
+    /// By ZIP code (as a number), then by state (a ZIP can cross a state line).
+    pub zips: HashMap<u32, Vec<(usize, ZipPlace)>>,
     /// County names by (state, FIPS).
     pub county_names: HashMap<(usize, u16), Arc<str>>,
     /// Every post-office place name of each state, lowercased, with its ZIP count.
@@ -39,11 +39,16 @@ pub struct Geo {
 
 impl Geo {
     pub fn get(&self, zip: &str, state: usize) -> Option<&ZipPlace> {
-        self.zips.get(zip)?.iter().find(|(s, _)| *s == state).map(|(_, p)| p)
+        self.zips.get(&zip_number(zip)?)?.iter().find(|(s, _)| *s == state).map(|(_, p)| p)
+    }
+
+    /// The states the tables place `zip` in.
+    pub fn states(&self, zip: &str) -> Vec<usize> {
+        zip_number(zip).and_then(|z| self.zips.get(&z)).map(|l| l.iter().map(|(s, _)| *s).collect()).unwrap_or_default()
     }
 
     fn entry(&mut self, zip: &str, state: usize) -> &mut ZipPlace {
-        let list = self.zips.entry(zip.to_string()).or_default();
+        let list = self.zips.entry(zip_number(zip).unwrap_or_default()).or_default();
         let pos = match list.iter().position(|(s, _)| *s == state) {
             Some(p) => p,
             None => {
@@ -64,6 +69,11 @@ pub fn is_zip(text: &str) -> bool {
     text.len() == 5 && text.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// A 5-digit ZIP code as a number (`"02108"` → 2108).
+pub fn zip_number(text: &str) -> Option<u32> {
+    is_zip(text).then(|| text.parse().ok()).flatten()
+}
+
 /// A 3-digit county FIPS code.
 pub fn county_fips(text: &str) -> Option<u16> {
     (text.len() == 3 && text.bytes().all(|b| b.is_ascii_digit())).then(|| text.parse().ok()).flatten()
@@ -72,11 +82,13 @@ pub fn county_fips(text: &str) -> Option<u16> {
 /// Reads `rules/geo/zip_county.csv` and `rules/geo/zip_place.csv`.
 pub fn load(dir: &Path, sources: &mut SourceMap, d: &mut Diags) -> Geo {
     let mut geo = Geo::default();
-    let mut geonames_county: HashMap<(String, usize), u16> = HashMap::new();
+    let mut geonames_county: HashMap<(u32, usize), u16> = HashMap::new();
+    // One string a place name, however many ZIP codes its post office serves.
+    let mut names: std::collections::HashSet<Arc<str>> = std::collections::HashSet::new();
     if let Some(table) = csv::read(&dir.join("zip_county.csv"), &["zip", "state", "county", "county_name"], sources, d) {
-        for r in &table.records {
-            let Some((zip, state)) = zip_and_state(r, d) else { continue };
-            let Some(county) = county_of(r, 2, d) else { continue };
+        for r in table.records() {
+            let Some((zip, state)) = zip_and_state(&r, d) else { continue };
+            let Some(county) = county_of(&r, 2, d) else { continue };
             geo.county_names.entry((state, county)).or_insert_with(|| Arc::from(r.field(3)));
             let p = geo.entry(zip, state);
             p.zcta = true;
@@ -86,22 +98,30 @@ pub fn load(dir: &Path, sources: &mut SourceMap, d: &mut Diags) -> Geo {
         }
     }
     if let Some(table) = csv::read(&dir.join("zip_place.csv"), &["zip", "state", "place", "county", "county_name"], sources, d) {
-        for r in &table.records {
-            let Some((zip, state)) = zip_and_state(r, d) else { continue };
+        for r in table.records() {
+            let Some((zip, state)) = zip_and_state(&r, d) else { continue };
             let place = r.field(2).trim();
             if place.is_empty() {
                 d.push(Diagnostic::error("R620", Some(&r.span(2)), format!("zip `{zip}` has no place name")));
                 continue;
             }
             *geo.places.entry((state, place.to_lowercase())).or_default() += 1;
-            let county = if r.field(3).is_empty() { None } else { county_of(r, 3, d) };
+            let county = if r.field(3).is_empty() { None } else { county_of(&r, 3, d) };
             if let Some(c) = county {
                 geo.county_names.entry((state, c)).or_insert_with(|| Arc::from(format!("{} County", r.field(4)).as_str()));
-                geonames_county.insert((zip.to_string(), state), c);
+                geonames_county.insert((zip_number(zip).unwrap_or_default(), state), c);
             }
+            let name = match names.get(place) {
+                Some(n) => n.clone(),
+                None => {
+                    let n: Arc<str> = Arc::from(place);
+                    names.insert(n.clone());
+                    n
+                }
+            };
             let p = geo.entry(zip, state);
-            if !p.places.iter().any(|x| &**x == place) {
-                p.places.push(Arc::from(place));
+            if !p.places.iter().any(|x| **x == *place) {
+                p.places.push(name);
             }
             if let Some(c) = county {
                 if p.counties.is_empty() {
@@ -121,7 +141,7 @@ pub fn load(dir: &Path, sources: &mut SourceMap, d: &mut Diags) -> Geo {
     geo
 }
 
-fn zip_and_state<'a>(r: &'a Record, d: &mut Diags) -> Option<(&'a str, usize)> {
+fn zip_and_state<'a>(r: &Record<'a>, d: &mut Diags) -> Option<(&'a str, usize)> {
     let zip = r.field(0);
     if !is_zip(zip) {
         d.push(Diagnostic::error("R620", Some(&r.span(0)), format!("`{zip}` is not a 5-digit zip code")));

@@ -266,7 +266,9 @@ fn place_list(f: &Fields, key: &str, state: usize, geo: &Geo, d: &mut Diags) -> 
         let names: Vec<&str> = geo.places.keys().filter(|(s, _)| *s == state).map(|(_, p)| p.as_str()).collect();
         let diag = Diagnostic::error("R606", Some(&n.text_span()), format!("no post office of {} is named `{text}`", STATES[state]));
         d.push(match did_you_mean(&text, names.iter().copied()) {
-            Some(best) => diag.with_help(format!("did you mean `{best}`? (place names as rules/geo/zip_place.csv spells them)")),
+            Some(best) => {
+                diag.with_help(format!("did you mean `{best}`? (the post offices of rules/geo/zip_place.csv, matched in any letter case)"))
+            }
             None => diag.with_help("place names are the post offices of rules/geo/zip_place.csv"),
         });
     }
@@ -295,8 +297,8 @@ fn zip_note(zip: &str, v: &Node, state: usize, geo: &Geo, key_span: &Span, d: &m
         d.push(Diagnostic::error("R102", Some(&v.span), format!("zip `{zip}` has an empty `split`")));
         return None;
     }
-    if let Some(other) = geo.zips.get(zip).filter(|l| !l.iter().any(|(s, _)| *s == state)).and_then(|l| l.first()) {
-        d.push(Diagnostic::error("R602", Some(key_span), format!("zip `{zip}` is in {}, not {}", STATES[other.0], STATES[state])));
+    if let Some(other) = geo.states(zip).first().filter(|_| !geo.states(zip).contains(&state)) {
+        d.push(Diagnostic::error("R602", Some(key_span), format!("zip `{zip}` is in {}, not {}", STATES[*other], STATES[state])));
         return None;
     }
     Some(ZipNote {
@@ -369,14 +371,14 @@ fn boundary_rows(
         );
         return;
     };
-    for r in &table.records {
+    for r in table.records() {
         let zip = r.field(0);
         if !geo::is_zip(zip) {
             d.push(Diagnostic::error("R601", Some(&r.span(0)), format!("`{zip}` is not a 5-digit zip code")));
             continue;
         }
-        if let Some(other) = geo.zips.get(zip).filter(|l| !l.iter().any(|(s, _)| *s == state)).and_then(|l| l.first()) {
-            d.push(Diagnostic::error("R602", Some(&r.span(0)), format!("zip `{zip}` is in {}, not {}", STATES[other.0], STATES[state])));
+        if let Some(other) = geo.states(zip).first().filter(|_| !geo.states(zip).contains(&state)) {
+            d.push(Diagnostic::error("R602", Some(&r.span(0)), format!("zip `{zip}` is in {}, not {}", STATES[*other], STATES[state])));
             continue;
         }
         let plus4 = match r.field(1) {
@@ -555,20 +557,28 @@ fn build(
     for r in rows {
         rows_by_zip.entry((r.zip.clone(), r.state)).or_default().push(r);
     }
-    let mut zips: HashMap<String, Vec<ZipEntry>> = HashMap::new();
-    let mut keys: Vec<(String, usize)> = geo.zips.iter().flat_map(|(z, l)| l.iter().map(move |(s, _)| (z.clone(), *s))).collect();
+    let mut keys: Vec<(String, usize)> = geo.zips.iter().flat_map(|(z, l)| l.iter().map(move |(s, _)| (format!("{z:05}"), *s))).collect();
     keys.extend(rows_by_zip.keys().cloned());
     keys.extend(notes.keys().cloned());
     keys.sort();
     keys.dedup();
+    let mut t = LocalTables { entries: Vec::with_capacity(keys.len()), ..Default::default() };
+    let push_area = |t: &mut LocalTables, plus4, from, to, taxes: &[u32], county| {
+        let start = t.area_taxes.len() as u32;
+        t.area_taxes.extend_from_slice(taxes);
+        t.areas.push(Area { plus4, from, to, taxes: (start, t.area_taxes.len() as u32), county });
+    };
     for (zip, state) in keys {
         let g = geo.get(&zip, state);
         let note = notes.remove(&(zip.clone(), state));
-        let (areas, placed, file) = match rows_by_zip.remove(&(zip.clone(), state)) {
+        let first_area = t.areas.len() as u32;
+        let (placed, file) = match rows_by_zip.remove(&(zip.clone(), state)) {
             Some(rs) => {
                 let file = rs.first().map(|r| r.span.file.clone());
-                let areas = rs.into_iter().map(|r| Area { plus4: r.plus4, from: r.from, to: r.to, taxes: r.taxes, county: None }).collect();
-                (areas, Placed::Rows, file)
+                for r in rs {
+                    push_area(&mut t, r.plus4, r.from, r.to, &r.taxes, None);
+                }
+                (Placed::Rows, file)
             }
             None if states_with_taxes.contains(&state) => {
                 // One area for each county the ZIP overlaps and each post office that serves it.
@@ -580,44 +590,43 @@ fn build(
                     Some(g) if !g.counties.is_empty() => g.counties.iter().map(|c| Some(*c)).collect(),
                     _ => vec![None],
                 };
-                let mut areas: Vec<Area> = vec![];
+                let mut seen: Vec<Vec<u32>> = vec![];
                 for c in &counties {
                     for p in &places {
                         let taxes = derive(&zip, state, *c, *p);
-                        if !areas.iter().any(|a| a.taxes == taxes) {
-                            areas.push(Area { plus4: None, from: None, to: None, taxes, county: *c });
+                        if !seen.contains(&taxes) {
+                            push_area(&mut t, None, None, None, &taxes, *c);
+                            seen.push(taxes);
                         }
                     }
                 }
-                (areas, Placed::Derived, note.as_ref().map(|n| n.span.file.clone()))
+                (Placed::Derived, note.as_ref().map(|n| n.span.file.clone()))
             }
-            None => (vec![], Placed::Derived, note.as_ref().map(|n| n.span.file.clone())),
+            None => (Placed::Derived, note.as_ref().map(|n| n.span.file.clone())),
         };
         let locality =
             note.as_ref().and_then(|n| n.locality.as_deref().map(Arc::from)).or_else(|| g.and_then(|g| g.places.first().cloned()));
-        let (split, note_text, divergences) = match note {
-            Some(n) => (n.split, n.note, n.divergences),
-            None => (None, None, vec![]),
+        let notes = match note {
+            Some(n) => Some(Box::new(ZipNotes { split: n.split, note: n.note, divergences: n.divergences, file })),
+            None => file.map(|file| Box::new(ZipNotes { file: Some(file), ..Default::default() })),
         };
-        zips.entry(zip.clone()).or_default().push(ZipEntry {
-            zip,
-            state,
-            locality,
-            areas,
+        t.entries.push(ZipEntry {
+            code: geo::zip_number(&zip).unwrap_or_default(),
+            state: state as u8,
             placed,
             zcta: g.is_some_and(|g| g.zcta),
-            split,
-            note: note_text,
-            divergences,
-            file,
+            locality,
+            areas: (first_area, t.areas.len() as u32),
+            notes,
         });
     }
-    LocalTables {
-        taxes: drafts.into_iter().map(|t| t.tax).collect(),
-        zips,
-        complete: complete.into_iter().map(|c| c.map(|(c, _)| c)).collect(),
-        county_names: geo.county_names,
-    }
+    t.taxes = drafts.into_iter().map(|d| d.tax).collect();
+    t.complete = complete.into_iter().map(|c| c.map(|(c, _)| c)).collect();
+    t.county_names = geo.county_names;
+    t.entries.shrink_to_fit();
+    t.areas.shrink_to_fit();
+    t.area_taxes.shrink_to_fit();
+    t
 }
 
 #[cfg(test)]

@@ -33,8 +33,9 @@ pub struct Area {
     pub plus4: Option<(u16, u16)>,
     pub from: Option<NaiveDate>,
     pub to: Option<NaiveDate>,
-    /// Positions in [`LocalTables::taxes`], in the order answers list them.
-    pub taxes: Vec<u32>,
+    /// Where its taxes sit in [`LocalTables::area_taxes`]: positions in [`LocalTables::taxes`], in the order answers
+    /// list them.
+    pub taxes: (u32, u32),
     /// The county this part of the ZIP lies in, where the area was derived from the county tables.
     pub county: Option<u16>,
 }
@@ -68,24 +69,55 @@ pub struct Divergence {
     pub citation: Citation,
 }
 
-/// One ZIP code in one state.
-#[derive(Debug)]
-pub struct ZipEntry {
-    pub zip: String,
-    pub state: usize,
-    /// The name answers use: the file's `locality`, else the post office's place name.
-    pub locality: Option<Arc<str>>,
-    pub areas: Vec<Area>,
-    pub placed: Placed,
-    /// Whether the Census places the ZIP (a ZCTA); a PO-box-only or single-organisation ZIP is placed by its post
-    /// office alone.
-    pub zcta: bool,
+/// What an analyst wrote of one ZIP code, and the file that describes it.
+#[derive(Debug, Default)]
+pub struct ZipNotes {
     /// An analyst's statement that the ZIP straddles jurisdictions (`split:`).
     pub split: Option<String>,
     pub note: Option<String>,
     pub divergences: Vec<Divergence>,
-    /// The file whose rows or notes describe the ZIP, where one does.
+    /// The file whose rows or notes describe the ZIP.
     pub file: Option<Arc<str>>,
+}
+
+/// One ZIP code in one state.
+#[derive(Debug)]
+pub struct ZipEntry {
+    /// The five digits as a number (2108 for 02108): [`ZipEntry::zip`] writes them.
+    pub code: u32,
+    pub state: u8,
+    pub placed: Placed,
+    /// Whether the Census places the ZIP (a ZCTA); a PO-box-only or single-organisation ZIP is placed by its post
+    /// office alone.
+    pub zcta: bool,
+    /// The name answers use: the file's `locality`, else the post office's place name.
+    pub locality: Option<Arc<str>>,
+    /// Where its areas sit in [`LocalTables::areas`].
+    pub areas: (u32, u32),
+    pub notes: Option<Box<ZipNotes>>,
+}
+
+impl ZipEntry {
+    /// The ZIP code's five digits.
+    pub fn zip(&self) -> String {
+        format!("{:05}", self.code)
+    }
+
+    pub fn state(&self) -> usize {
+        self.state as usize
+    }
+
+    pub fn split(&self) -> Option<&str> {
+        self.notes.as_ref().and_then(|n| n.split.as_deref())
+    }
+
+    pub fn divergences(&self) -> &[Divergence] {
+        self.notes.as_ref().map_or(&[], |n| &n.divergences)
+    }
+
+    pub fn file(&self) -> Option<&str> {
+        self.notes.as_ref().and_then(|n| n.file.as_deref())
+    }
 }
 
 /// Whether the state's local taxes are all entered from some day (`complete:` in its local file).
@@ -95,11 +127,15 @@ pub struct Completeness {
     pub citation: Citation,
 }
 
+/// The local tables, each kind in one list (a few allocations for forty thousand ZIP codes).
 #[derive(Debug, Default)]
 pub struct LocalTables {
     pub taxes: Vec<LocalTax>,
-    /// By ZIP code; a ZIP code that crosses a state line has an entry for each state.
-    pub zips: HashMap<String, Vec<ZipEntry>>,
+    /// Every ZIP code of every state, by ZIP code then state: a ZIP code that crosses a state line has an entry for
+    /// each state.
+    pub entries: Vec<ZipEntry>,
+    pub areas: Vec<Area>,
+    pub area_taxes: Vec<u32>,
     /// By state position.
     pub complete: Vec<Option<Completeness>>,
     /// County names by (state, FIPS), for naming the parts of a ZIP code.
@@ -147,13 +183,13 @@ pub struct LocalAnswer<'a> {
 impl LocalAnswer<'_> {
     /// Whether the ZIP code straddles jurisdictions: parts that differ, or an analyst's `split:`.
     pub fn straddles(&self) -> bool {
-        !self.others.is_empty() || self.entry.split.is_some()
+        !self.others.is_empty() || self.entry.split().is_some()
     }
 
     /// What else the ZIP reaches into, in words: the analyst's text, else each other part's taxes and rate.
     pub fn split_text(&self) -> Option<String> {
-        if let Some(s) = &self.entry.split {
-            return Some(s.clone());
+        if let Some(s) = self.entry.split() {
+            return Some(s.to_string());
         }
         if self.others.is_empty() {
             return None;
@@ -171,29 +207,47 @@ impl LocalAnswer<'_> {
 }
 
 impl LocalTables {
+    /// The entries of a ZIP code, one for each state it lies in.
+    fn entries_of(&self, zip: &str) -> &[ZipEntry] {
+        let Some(code) = super::geo::zip_number(zip) else { return &[] };
+        let start = self.entries.partition_point(|e| e.code < code);
+        let end = start + self.entries[start..].iter().take_while(|e| e.code == code).count();
+        &self.entries[start..end]
+    }
+
     /// The entry of `zip` in `state`.
     pub fn entry(&self, zip: &str, state: usize) -> Option<&ZipEntry> {
-        self.zips.get(zip)?.iter().find(|e| e.state == state)
+        self.entries_of(zip).iter().find(|e| e.state() == state)
     }
 
     /// The states a ZIP code lies in.
     pub fn states_of(&self, zip: &str) -> Vec<usize> {
-        self.zips.get(zip).map(|l| l.iter().map(|e| e.state).collect()).unwrap_or_default()
+        self.entries_of(zip).iter().map(ZipEntry::state).collect()
     }
 
     pub fn complete_on(&self, state: usize, day: NaiveDate) -> bool {
         self.complete.get(state).and_then(Option::as_ref).is_some_and(|c| c.from <= day)
     }
 
+    /// The areas of an entry.
+    pub fn areas(&self, entry: &ZipEntry) -> &[Area] {
+        self.areas.get(entry.areas.0 as usize..entry.areas.1 as usize).unwrap_or(&[])
+    }
+
+    /// The taxes of an area, as positions in [`LocalTables::taxes`].
+    pub fn taxes_of(&self, area: &Area) -> &[u32] {
+        self.area_taxes.get(area.taxes.0 as usize..area.taxes.1 as usize).unwrap_or(&[])
+    }
+
     fn part<'a>(&'a self, area: &Area, entry: &ZipEntry, day: NaiveDate) -> Part<'a> {
-        let layers: Vec<Layer> = area
-            .taxes
+        let layers: Vec<Layer> = self
+            .taxes_of(area)
             .iter()
             .filter_map(|&i| self.taxes.get(i as usize))
             .filter_map(|tax| in_force(&tax.rates, day).map(|rate| Layer { tax, rate }))
             .collect();
         let rate = layers.iter().map(|l| l.rate.value).sum();
-        let county = area.county.and_then(|c| self.county_names.get(&(entry.state, c))).map(|n| &**n);
+        let county = area.county.and_then(|c| self.county_names.get(&(entry.state(), c))).map(|n| &**n);
         Part { layers, rate, county }
     }
 
@@ -201,19 +255,19 @@ impl LocalTables {
     /// say. Parts whose taxes in force differ are kept apart; the part answered is the one with the highest rate
     /// (the law is ambiguous at a ZIP code that straddles: the higher tax).
     pub fn answer<'a>(&'a self, entry: &'a ZipEntry, plus4: Option<u16>, day: NaiveDate) -> LocalAnswer<'a> {
-        let in_force: Vec<&Area> = entry.areas.iter().filter(|a| a.in_force(day)).collect();
+        let areas = self.areas(entry);
+        let holds = |a: &Area, p: u16| a.plus4.is_some_and(|(lo, hi)| lo <= p && p <= hi);
+        let in_force: Vec<&Area> = areas.iter().filter(|a| a.in_force(day)).collect();
         let chosen: Vec<&Area> = match plus4 {
-            Some(p) if in_force.iter().any(|a| a.plus4.is_some_and(|(lo, hi)| lo <= p && p <= hi)) => {
-                in_force.iter().copied().filter(|a| a.plus4.is_some_and(|(lo, hi)| lo <= p && p <= hi)).collect()
-            }
-            _ => in_force.clone(),
+            Some(p) if in_force.iter().any(|a| holds(a, p)) => in_force.iter().copied().filter(|a| holds(a, p)).collect(),
+            _ => in_force,
         };
         let coverage = match entry.placed {
             Placed::Rows if chosen.is_empty() => {
-                Coverage::From(entry.areas.iter().filter_map(|a| a.from).filter(|f| *f > day).min().unwrap_or(day))
+                Coverage::From(areas.iter().filter_map(|a| a.from).filter(|f| *f > day).min().unwrap_or(day))
             }
             Placed::Rows => Coverage::Whole,
-            Placed::Derived if self.complete_on(entry.state, day) => Coverage::Whole,
+            Placed::Derived if self.complete_on(entry.state(), day) => Coverage::Whole,
             Placed::Derived => Coverage::Partial,
         };
         let mut parts: Vec<Part> = vec![];

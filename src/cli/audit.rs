@@ -547,7 +547,7 @@ pub fn check_row(reg: &Registry, format: Format, row: &Row, as_of: NaiveDate) ->
     layers.extend(det.layers.iter().map(|l| format!("{} {} {} [{}]", l.level, pct(l.rate), l.name, l.citation.cite)));
     let mut rules = vec![det.sourcing_rule.clone()];
     rules.extend(det.layers.iter().map(|l| l.id.clone()));
-    if let Some(file) = entry.and_then(|e| e.file.as_deref()) {
+    if let Some(file) = entry.and_then(|e| e.file()) {
         // The file under the rules directory: `local/tx.csv`.
         let short = file.rfind("local/").map_or(file, |i| &file[i..]);
         rules.push(format!("{short} zip {}", row.zip));
@@ -555,7 +555,7 @@ pub fn check_row(reg: &Registry, format: Format, row: &Row, as_of: NaiveDate) ->
     let ours = Ours { rate: det.combined_rate, value: None, locality: det.locality.clone(), layers, rules };
     let recorded = entry
         .into_iter()
-        .flat_map(|e| e.divergences.iter())
+        .flat_map(|e| e.divergences().iter())
         .find(|d| d.table == format.id() && (d.rate - row.rate).abs() <= row.tolerance.max(Decimal::new(1, 5)));
     if let Some(d) = recorded {
         return Outcome::Recorded { ours, record: d.into() };

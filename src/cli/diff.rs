@@ -119,13 +119,12 @@ fn grid(a: &Registry, b: &Registry, as_of: NaiveDate) -> Vec<Value> {
         }
     }
     // The zip codes whose local taxes differ between the two rule sets on the day compared.
-    let mut zips: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut zips: BTreeMap<String, usize> = BTreeMap::new();
     for reg in [a, b] {
-        for (z, entries) in &reg.local.zips {
-            for e in entries {
-                if local_taxes_at(a, z, e.state, as_of) != local_taxes_at(b, z, e.state, as_of) {
-                    zips.insert(z.as_str(), e.state);
-                }
+        for e in &reg.local.entries {
+            let z = e.zip();
+            if local_taxes_at(a, &z, e.state(), as_of) != local_taxes_at(b, &z, e.state(), as_of) {
+                zips.insert(z, e.state());
             }
         }
     }

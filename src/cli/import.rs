@@ -13,11 +13,7 @@ fn places(dir: &Path) -> Result<HashMap<(usize, String), String>, String> {
     let mut diags = vec![];
     let table = csv::read(&dir.join("geo").join("places.csv"), &["state", "place", "name"], &mut SourceMap::default(), &mut diags)
         .ok_or_else(|| format!("cannot read {}: {:?}", dir.join("geo/places.csv").display(), diags.first().map(|d| &d.message)))?;
-    Ok(table
-        .records
-        .iter()
-        .filter_map(|r| Some(((state_index(r.field(0))?, r.field(1).to_string()), r.field(2).replace(';', ","))))
-        .collect())
+    Ok(table.records().filter_map(|r| Some(((state_index(r.field(0))?, r.field(1).to_string()), r.field(2).replace(';', ",")))).collect())
 }
 
 /// Reads a districts file: `code,name,counties,cite`.
@@ -29,8 +25,7 @@ fn districts(path: &Path) -> Result<HashMap<String, sst::District>, String> {
         return Err(format!("{}: {}", path.display(), d.message));
     }
     Ok(table
-        .records
-        .iter()
+        .records()
         .map(|r| {
             let d = sst::District {
                 name: r.field(1).to_string(),

@@ -35,7 +35,7 @@ pub fn check(dir: &Path) -> u8 {
         reg.all_jurisdictions().count(),
         rules,
         reg.local.taxes.len(),
-        reg.local.zips.len(),
+        reg.local.entries.chunk_by(|a, b| a.code == b.code).count(),
         reg.local.complete.iter().flatten().count(),
         reg.all_jurisdictions().filter(|j| j.local_taxes.last().is_some_and(|d| d.value)).count(),
         reg.special_taxes.len(),
