@@ -41,6 +41,23 @@ fn parse(text: &str) -> Result<Vec<PrefixRange>, String> {
     Ok(out)
 }
 
+/// Whether `s` is a ZIP Code: five ASCII digits, or ZIP+4 (five digits, `-`, four).
+pub fn is_zip(s: &str) -> bool {
+    let digits = |t: &str, n: usize| t.len() == n && t.bytes().all(|b| b.is_ascii_digit());
+    match s.split_once('-') {
+        Some((five, four)) => digits(five, 5) && digits(four, 4),
+        None => digits(s, 5),
+    }
+}
+
+/// A ZIP Code's five digits and its ZIP+4 add-on, if it has one (`55401-1234` is `55401` and 1234).
+pub fn zip_parts(zip: &str) -> (&str, Option<u16>) {
+    match zip.split_once('-') {
+        Some((five, four)) if four.len() == 4 && four.bytes().all(|b| b.is_ascii_digit()) => (five, four.parse().ok()),
+        _ => (zip, None),
+    }
+}
+
 /// The state (its position in `STATES`) whose prefix range holds the 5-digit `zip`; `Ok(None)` when the prefix
 /// belongs to no state (a territory, the military, or unassigned). `Err` only for a defective shipped table.
 pub fn state_of_zip(zip: &str) -> Result<Option<usize>, String> {

@@ -169,6 +169,17 @@ fn malformed_requests_name_every_bad_field() {
     for f in ["amount", "buyer_state", "buyer_zip", "transaction_type", "counterparty_id", "colour", "is_b2b"] {
         assert!(fields.contains(&f), "{f} missing from {fields:?}");
     }
+    for zip in ["78701-12", "78701-", "78701 1234", "7870-11234", "78701-123a"] {
+        let Err(EngineError::Input(errs)) =
+            run(json!({"amount": 1, "buyer_state": "TX", "buyer_zip": zip, "counterparty_id": "c"}), &[], "2026-03-01")
+        else {
+            panic!("{zip} must be refused")
+        };
+        assert_eq!(errs[0].field, "buyer_zip", "{zip}");
+    }
+    let plus4 = run(json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701-1234", "counterparty_id": "c"}), &["TX"], "2026-03-01")
+        .unwrap();
+    assert_eq!(plus4.combined_rate, "0.0825".parse::<Decimal>().unwrap(), "a ZIP+4 without boundary rows answers as its five digits");
     let tt = errs.iter().find(|e| e.field == "transaction_type").unwrap();
     assert!(tt.message.contains("did you mean `saas`"), "{}", tt.message);
     let Err(EngineError::Input(errs)) =
@@ -415,4 +426,41 @@ fn every_zip_code_of_the_tables_is_answered_truthfully() {
     }
     assert!(zips > 40_000, "{zips} zip codes");
     assert!(probed > 1_000 && by_coverage.len() == 2, "{by_coverage:?}");
+}
+
+/// Calculate reads a ZIP+4 in `buyer_zip`: the add-on selects the boundary rows whose range holds it, so the answer is
+/// exact and names no split; the five digits alone get the higher part, the other named, and the advisory. (In a copy
+/// of the rules, 78701's row is cut in two made-up halves: 0000-4999 Austin and Capital Metro, 5000-9999 Austin alone.)
+#[test]
+fn calculate_answers_a_zip_plus_4_exactly() {
+    let (_keep, rules) = common::rules_copy();
+    let path = rules.join("local/tx.csv");
+    let whole = "78701,,tx.austin tx.capital-metropolitan-transportation-authority,1985-07-01,\n";
+    let halves =
+        "78701,0000-4999,tx.austin tx.capital-metropolitan-transportation-authority,1985-07-01,\n78701,5000-9999,tx.austin,1985-07-01,\n";
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(whole));
+    std::fs::write(&path, text.replace(whole, halves)).unwrap();
+    let reg = load_dir(&rules).0.expect("the halves load");
+    let calculate = |zip: &str| {
+        let body =
+            json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": zip, "transaction_type": "digital_good", "counterparty_id": "c"});
+        let req = engine::parse_request(&body).unwrap();
+        let nexus: BTreeMap<usize, bool> = [(levy::rules::schema::state_index("TX").unwrap(), true)].into();
+        engine::determine(&reg, &engine::Input { request: &req, nexus: Some(&nexus), vendor_ytd: None, as_of: day("2026-03-01") }).unwrap()
+    };
+    let spans = |d: &engine::Determination| d.advisories.iter().any(|a| a.code == "ZIP_SPANS_JURISDICTIONS");
+    let pct = |s: &str| s.parse::<Decimal>().unwrap() / Decimal::from(100);
+    // 78701-1234: 6.25% + Austin 1% + Capital Metro 1% = 8.25%, 82.50 on 1,000.
+    let low = calculate("78701-1234");
+    assert_eq!((low.local_rate, low.combined_rate, low.total_tax), (pct("2"), pct("8.25"), Decimal::new(8250, 2)));
+    assert!(low.split.is_none() && !spans(&low), "{:?}", low.split);
+    // 78701-6000: 6.25% + Austin 1% = 7.25%, 72.50.
+    let high = calculate("78701-6000");
+    assert_eq!((high.local_rate, high.total_tax), (pct("1"), Decimal::new(7250, 2)));
+    assert!(high.split.is_none() && !spans(&high));
+    // 78701 alone: the higher part, 8.25%, and the other half named with its rate.
+    let five = calculate("78701");
+    assert_eq!(five.combined_rate, pct("8.25"));
+    assert!(five.split.as_deref().is_some_and(|s| s.contains("1%")) && spans(&five), "{:?}", five.split);
 }

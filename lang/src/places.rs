@@ -178,17 +178,20 @@ pub struct LocalAnswer<'a> {
     /// The other parts whose taxes differ from it.
     pub others: Vec<Part<'a>>,
     pub coverage: Coverage,
+    /// Whether a ZIP+4 chose the rows answered (it resolves the analyst's `split:`).
+    pub by_plus4: bool,
 }
 
 impl LocalAnswer<'_> {
-    /// Whether the ZIP code straddles jurisdictions: parts that differ, or an analyst's `split:`.
+    /// Whether the ZIP code straddles jurisdictions: parts that differ, or an analyst's `split:` that no ZIP+4
+    /// resolved.
     pub fn straddles(&self) -> bool {
-        !self.others.is_empty() || self.entry.split().is_some()
+        !self.others.is_empty() || (self.entry.split().is_some() && !self.by_plus4)
     }
 
     /// What else the ZIP reaches into, in words: the analyst's text, else each other part's taxes and rate.
     pub fn split_text(&self) -> Option<String> {
-        if let Some(s) = self.entry.split() {
+        if let Some(s) = self.entry.split().filter(|_| !self.by_plus4) {
             return Some(s.to_string());
         }
         if self.others.is_empty() {
@@ -258,8 +261,9 @@ impl LocalTables {
         let areas = self.areas(entry);
         let holds = |a: &Area, p: u16| a.plus4.is_some_and(|(lo, hi)| lo <= p && p <= hi);
         let in_force: Vec<&Area> = areas.iter().filter(|a| a.in_force(day)).collect();
+        let by_plus4 = plus4.is_some_and(|p| in_force.iter().any(|a| holds(a, p)));
         let chosen: Vec<&Area> = match plus4 {
-            Some(p) if in_force.iter().any(|a| holds(a, p)) => in_force.iter().copied().filter(|a| holds(a, p)).collect(),
+            Some(p) if by_plus4 => in_force.iter().copied().filter(|a| holds(a, p)).collect(),
             _ => in_force,
         };
         let coverage = match entry.placed {
@@ -288,6 +292,6 @@ impl LocalTables {
             Some((i, _)) => parts.remove(i),
             None => Part { layers: vec![], rate: Decimal::ZERO, county: None },
         };
-        LocalAnswer { entry, part, others: parts, coverage }
+        LocalAnswer { entry, part, others: parts, coverage, by_plus4 }
     }
 }

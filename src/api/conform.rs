@@ -408,7 +408,7 @@ fn pattern_words(pattern: &str) -> Option<&'static str> {
         (AGENT_ID_PATTERN, "may contain only letters, digits and _ - . : @"),
         (EIN_LAST4_PATTERN, "must be the last 4 digits of the EIN (never the whole number)"),
         (WALLET_ADDRESS_PATTERN, "`{}` is not a wallet address: 0x and 40 hex digits expected"),
-        (ZIP_PATTERN, "`{}` is not a 5-digit ZIP Code"),
+        (ZIP_PATTERN, "`{}` is not a ZIP Code (5 digits, or ZIP+4 as 55401-1234)"),
         (MONTH_PATTERN, "`{}` is not a month (YYYY-MM)"),
         (CLAIM_TOKEN_PATTERN, "is not a claim token"),
         (super::schema::param::EMAIL_PATTERN, "`{}` is not an email address"),

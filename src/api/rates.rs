@@ -76,7 +76,7 @@ pub enum LocalResponse {
 }
 
 error_responses!(LocalErrors {
-    400 => BadRequest: "INVALID_INPUT: zip is missing or not 5 digits, or as_of is not a date.",
+    400 => BadRequest: "INVALID_INPUT: zip is missing or neither 5 digits nor ZIP+4, or as_of is not a date.",
     404 => NotFound: "RESOURCE_NOT_FOUND: the zip code's 3-digit prefix belongs to no state or DC (a territory, the military, or unassigned), or as_of is before the first date the rules cover.",
 });
 
@@ -272,7 +272,8 @@ impl PublicRatesApi {
     #[oai(path = "/rates/local", method = "get", operation_id = "localRates")]
     async fn local(
         &self,
-        /// A 5-digit ZIP Code.
+        /// A ZIP Code: 5 digits, or ZIP+4 (`55401-1234`), which selects the part of a ZIP code that straddles
+        /// jurisdictions where the boundary rows have ZIP+4 ranges.
         zip: Query<Param<ZipParam>>,
         /// The date the rates are in force on (YYYY-MM-DD); default today in UTC.
         as_of: Query<Option<Param<IsoDate>>>,
@@ -286,7 +287,7 @@ impl PublicRatesApi {
         let zip = match zip {
             z if is_zip(&z) => Some(z),
             z => {
-                errors.push(format!("zip: `{z}` is not a 5-digit ZIP Code"));
+                errors.push(format!("zip: `{z}` is not a ZIP Code (5 digits, or ZIP+4 as 55401-1234)"));
                 None
             }
         };
@@ -297,7 +298,8 @@ impl PublicRatesApi {
         }
         covered(s, day)?;
         let reg = &s.registry;
-        let state = match reg.local.states_of(&zip).first() {
+        let five = crate::postal::zip_parts(&zip).0;
+        let state = match reg.local.states_of(five).first() {
             Some(&i) => i,
             None => match crate::postal::state_of_zip(&zip).map_err(ApiError::internal)? {
                 Some(i) => i,
@@ -328,7 +330,7 @@ impl PublicRatesApi {
         let special_taxes = reg
             .special_taxes
             .iter()
-            .filter(|t| t.state == state && t.zips.contains(&zip))
+            .filter(|t| t.state == state && t.zips.iter().any(|z| z == five))
             .filter_map(|t| {
                 let rate = in_force(&t.rates, day)?;
                 Some(SpecialTaxView {

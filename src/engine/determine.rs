@@ -897,14 +897,6 @@ impl LocalCoverage {
     }
 }
 
-/// A zip code as given: five digits, and a ZIP+4 add-on when one follows a dash (`55401-1234`).
-pub fn zip_parts(zip: &str) -> (&str, Option<u16>) {
-    match zip.split_once('-') {
-        Some((five, four)) if four.len() == 4 && four.bytes().all(|b| b.is_ascii_digit()) => (five, four.parse().ok()),
-        _ => (zip, None),
-    }
-}
-
 /// The local layers in force for the sourced zip code, when the state has local taxes and the zip is in it.
 fn rate_layers(cx: &mut Ctx, j: &Jurisdiction, sourced: &Sourced, state_rate: &Dated<Decimal>) -> Rates {
     let (reg, req, as_of) = (cx.reg, cx.req, cx.as_of);
@@ -916,7 +908,7 @@ fn rate_layers(cx: &mut Ctx, j: &Jurisdiction, sourced: &Sourced, state_rate: &D
     let mut local = if local_taxes { LocalCoverage::Unknown } else { LocalCoverage::NoLocalTax };
     match &sourced.zip {
         Some(given) => {
-            let (zip, plus4) = zip_parts(given);
+            let (zip, plus4) = crate::postal::zip_parts(given);
             match reg.local.entry(zip, req.buyer_state) {
                 None if !reg.local.states_of(zip).is_empty() => {
                     let other = reg.local.states_of(zip).into_iter().map(state_code).collect::<Vec<_>>().join(", ");
@@ -1148,7 +1140,7 @@ struct Party {
 fn special_taxes(cx: &mut Ctx, j: &Jurisdiction, facts: &FactSet, party: Party) -> Result<Vec<SpecialLeg>, EngineError> {
     let (reg, req, as_of) = (cx.reg, cx.req, cx.as_of);
     let mut special = vec![];
-    let Some(zip) = req.buyer_zip.as_deref().map(|z| zip_parts(z).0) else { return Ok(special) };
+    let Some(zip) = req.buyer_zip.as_deref().map(|z| crate::postal::zip_parts(z).0) else { return Ok(special) };
     for s in reg.special_taxes.iter().filter(|s| s.state == req.buyer_state && s.zips.iter().any(|z| z == zip)) {
         if !s.when.as_ref().is_none_or(|c| facts.holds(c)) {
             cx.trace(Stage::SpecialTax, Some(&s.id), "condition does not hold");

@@ -192,10 +192,10 @@ impl V {
         if s.is_empty() {
             return None;
         }
-        if s.len() == 5 && s.chars().all(|c| c.is_ascii_digit()) {
+        if crate::postal::is_zip(s) {
             Some(s.to_string())
         } else {
-            self.err(field, "must be 5 digits or empty");
+            self.err(field, "must be 5 digits, ZIP+4 (55401-1234) or empty");
             None
         }
     }

@@ -95,6 +95,15 @@ async fn demo_calculate_answers_without_writing(app: TestApp) {
         .await;
     assert_eq!(num(&r.json["total_tax"]), 0.0);
     assert_eq!(num(&r.json["tax_if_nexus"]["total_tax"]), 6.6);
+    // A ZIP+4 is a zip: 78701-1234 is answered as Austin (no boundary row of Texas has ZIP+4 ranges) and echoed.
+    let body = json!({"amount": 100, "buyer_state": "TX", "buyer_zip": "78701-1234", "counterparty_id": "c", "nexus_override": {"TX": {"hasNexus": true}}});
+    let r = app.post("/api/v1/calculate", None, &body).await;
+    assert_eq!((r.status, num(&r.json["total_tax"]), r.json["buyer_zip"].clone()), (200, 6.6, json!("78701-1234")), "{}", r.text);
+    let r = app
+        .post("/api/v1/calculate", None, &json!({"amount": 100, "buyer_state": "TX", "buyer_zip": "78701-12", "counterparty_id": "c"}))
+        .await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"), "{}", r.text);
+    assert!(r.errors()[0].starts_with("buyer_zip"), "{:?}", r.errors());
     use sea_orm::{EntityTrait, PaginatorTrait};
     assert_eq!(levy::store::entity::transaction::Entity::find().count(&app.state.store.db).await.unwrap(), 0);
 }

@@ -183,7 +183,13 @@ async fn local_rates_by_zip(app: TestApp) {
     let chi = app.get("/api/v1/rates/local?zip=60601", None).await;
     assert_eq!(chi.json["special_taxes"][0]["rate"], json!(0.15), "{}", chi.text);
 
-    for bad in ["zip=7870", "zip=abcde", "zip=787011", ""] {
+    // A ZIP+4 is read as its five digits where no boundary row has a range for it, and echoed as sent.
+    let plus4 = app.get("/api/v1/rates/local?zip=78701-1234", None).await;
+    assert_eq!(plus4.status, 200, "{}", plus4.text);
+    assert_eq!((plus4.json["zip"].clone(), plus4.json["combined_rate"].clone()), (json!("78701-1234"), json!(0.0825)));
+    let chi4 = app.get("/api/v1/rates/local?zip=60601-0001", None).await;
+    assert_eq!(chi4.json["special_taxes"][0]["rate"], json!(0.15), "{}", chi4.text);
+    for bad in ["zip=7870", "zip=abcde", "zip=787011", "", "zip=78701-12", "zip=78701-", "zip=78701-12345"] {
         let r = app.get(&format!("/api/v1/rates/local?{bad}"), None).await;
         assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"), "{bad}: {}", r.text);
         assert!(r.errors()[0].starts_with("zip:"), "{bad}: {:?}", r.errors());
@@ -304,7 +310,8 @@ async fn the_document_states_the_verify_bounds(app: TestApp) {
     assert_eq!(entry["additionalProperties"], json!(false));
     let zip =
         doc["paths"]["/api/v1/rates/local"]["get"]["parameters"].as_array().unwrap().iter().find(|p| p["name"] == "zip").unwrap().clone();
-    assert_eq!(zip["schema"]["pattern"], json!("^[0-9]{5}$"));
+    assert_eq!(zip["schema"]["pattern"], json!(levy::api::schema::param::ZIP_PATTERN));
+    assert_eq!(levy::api::schema::param::ZIP_PATTERN, "^[0-9]{5}(-[0-9]{4})?$");
     let h = &doc["paths"]["/api/v1/rates"]["get"]["responses"]["200"]["headers"];
     assert!(h.get("ETAG").is_some() && h.get("CACHE-CONTROL").is_some(), "{h}");
     assert!(doc["paths"]["/api/v1/rates/capital-gains"]["get"]["responses"].get("304").is_some());

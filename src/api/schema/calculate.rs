@@ -115,11 +115,13 @@ pub struct CalculateRequest {
     pub buyer_state: StateCode,
     /// Two-letter code (upper case) or empty.
     pub seller_state: Option<super::param::StateCodeOrEmpty>,
-    /// Five digits or empty; adds the zip's local rate layers.
-    #[oai(validator(pattern = r"^([0-9]{5})?$"))]
+    /// Five digits, ZIP+4 (`55401-1234`) or empty; adds the zip's local rate layers (a ZIP+4 selects the part of a
+    /// zip code that straddles jurisdictions, where the boundary rows have ZIP+4 ranges).
+    #[oai(validator(pattern = r"^([0-9]{5}(-[0-9]{4})?)?$"))]
     pub buyer_zip: Option<String>,
-    /// Five digits or empty; required for origin-sourced intrastate sales (TX, UT, AZ, TN; OH license and digital_good).
-    #[oai(validator(pattern = r"^([0-9]{5})?$"))]
+    /// Five digits, ZIP+4 or empty; required for origin-sourced intrastate sales (TX, UT, AZ, TN; OH license and
+    /// digital_good).
+    #[oai(validator(pattern = r"^([0-9]{5}(-[0-9]{4})?)?$"))]
     pub seller_zip: Option<String>,
     /// Default saas.
     pub transaction_type: Option<TransactionType>,

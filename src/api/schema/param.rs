@@ -296,17 +296,15 @@ documented!(
 );
 
 documented!(
-    /// A 5-digit ZIP Code.
+    /// A ZIP Code: 5 digits, or ZIP+4 (`55401-1234`).
     ZipParam => MetaSchema { pattern: Some(ZIP_PATTERN.to_string()), ..MetaSchema::new("string") }
 );
 
-/// The pattern of a 5-digit ZIP Code query parameter (documented, and checked by `is_zip`).
-pub const ZIP_PATTERN: &str = "^[0-9]{5}$";
+/// The pattern of a ZIP Code query parameter, 5 digits or ZIP+4 (documented, and checked by `is_zip`).
+pub const ZIP_PATTERN: &str = "^[0-9]{5}(-[0-9]{4})?$";
 
-/// Whether `s` is five ASCII digits: what `ZIP_PATTERN` states.
-pub fn is_zip(s: &str) -> bool {
-    s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit())
-}
+/// What `ZIP_PATTERN` states.
+pub use crate::postal::is_zip;
 /// An EVM wallet address: `0x` and 40 hex digits, any case (compared case-insensitively).
 pub const WALLET_ADDRESS_PATTERN: &str = "^0x[0-9a-fA-F]{40}$";
 
