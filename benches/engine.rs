@@ -16,6 +16,10 @@ use levy::rules::schema::STATES;
 use poem_openapi::types::{ParseFromJSON, ToJSON};
 use serde_json::json;
 
+/// The server's allocator (src/main.rs), so that the figures are those of the service.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn inputs() -> Vec<serde_json::Value> {
     let types = ["saas", "digital_good", "consulting", "license", "data_processing", "it_support", "payment_processing_fee"];
     let zips = ["78701", "60601", "10001", "90012", "98101", ""];

@@ -211,7 +211,7 @@ impl LocalAnswer<'_> {
 
 impl LocalTables {
     /// The entries of a ZIP code, one for each state it lies in.
-    fn entries_of(&self, zip: &str) -> &[ZipEntry] {
+    pub fn entries_of(&self, zip: &str) -> &[ZipEntry] {
         let Some(code) = super::geo::zip_number(zip) else { return &[] };
         let start = self.entries.partition_point(|e| e.code < code);
         let end = start + self.entries[start..].iter().take_while(|e| e.code == code).count();

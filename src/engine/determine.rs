@@ -909,11 +909,18 @@ fn rate_layers(cx: &mut Ctx, j: &Jurisdiction, sourced: &Sourced, state_rate: &D
     match &sourced.zip {
         Some(given) => {
             let (zip, plus4) = crate::postal::zip_parts(given);
-            match reg.local.entry(zip, req.buyer_state) {
-                None if !reg.local.states_of(zip).is_empty() => {
-                    let other = reg.local.states_of(zip).into_iter().map(state_code).collect::<Vec<_>>().join(", ");
+            let entries = reg.local.entries_of(zip);
+            match entries.iter().find(|e| e.state() == req.buyer_state) {
+                None if !entries.is_empty() => {
+                    let mut text = format!("zip {zip} is in ");
+                    for (n, e) in entries.iter().enumerate() {
+                        text.push_str(if n == 0 { "" } else { ", " });
+                        text.push_str(state_code(e.state()));
+                    }
+                    text.push_str(", not ");
+                    text.push_str(&j.code);
                     cx.advise_buyer("ZIP_STATE_MISMATCH");
-                    cx.lower_confidence(20, format!("zip {zip} is in {other}, not {}", j.code));
+                    cx.lower_confidence(20, text);
                     if !local_taxes {
                         local = LocalCoverage::NoLocalTax;
                     }
