@@ -918,7 +918,7 @@ fn rate_layers(cx: &mut Ctx, j: &Jurisdiction, sourced: &Sourced, state_rate: &D
                         text.push_str(state_code(e.state()));
                     }
                     text.push_str(", not ");
-                    text.push_str(&j.code);
+                    text.push_str(j.code);
                     cx.advise_buyer("ZIP_STATE_MISMATCH");
                     cx.lower_confidence(20, text);
                     if !local_taxes {
