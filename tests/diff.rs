@@ -176,17 +176,19 @@ fn a_new_city_tax_shows_its_zip_codes() {
     let c = r.changes.iter().find(|c| c.id == "tx.cypress").unwrap();
     assert!(c.fields.iter().any(|f| f.field == "zip codes" && f.new.as_deref() == Some("3: 77410, 77429, 77433")), "{c:?}");
     assert!(r.changes.iter().any(|c| c.id == "tx.cypress rate from 2027-01-01"));
-    // A Cypress SaaS sale: 800 × (6.25% + 1% Harris County ESD etc. as before) gains 800 × 1% = 8.00 from 2027.
-    assert!(!r.impacts.is_empty());
-    for g in &r.impacts {
-        assert!(g.effect.contains("+1 points") && g.effect.contains("+tx.cypress 1%"), "{}", g.effect);
-        assert_eq!(g.from.unwrap().to_string(), "2027-01-01");
+    // Taxed on 80% (data processing and its like), 800 × 1% = 8.00 more; on the whole, 1000 × 1% = 10.00 more; from
+    // 2027-01-01, in the three ZIP codes. One request per ZIP code for each taxability rule a sale can meet.
+    assert_eq!(r.impacts.len(), 2, "{:#?}", r.impacts);
+    for (g, delta) in r.impacts.iter().zip(["10.00", "8.00"]) {
+        assert_eq!(g.rule, "local taxes");
+        assert_eq!(g.effect, format!("tax +{delta} on 1000; +1 points; +tx.cypress 1%"));
+        assert_eq!((g.from.unwrap().to_string(), g.to), ("2027-01-01".to_string(), None));
         let zips = g.dimensions.iter().find(|d| d.field == "buyer_zip").unwrap();
         assert_eq!((zips.count, zips.values.clone()), (3, vec!["77410".to_string(), "77429".into(), "77433".into()]));
     }
-    let dp = group(&r, "tx.taxability.data-processing");
-    let (old, new): (f64, f64) = (dp.old.as_ref().unwrap().parse().unwrap(), dp.new.as_ref().unwrap().parse().unwrap());
-    assert!((new - old - 8.0).abs() < 1e-9, "{dp:?}");
+    let rules = |i: usize| r.impacts[i].dimensions.iter().find(|d| d.field == "rule").unwrap().values.clone();
+    assert!(rules(0).contains(&"tx.taxability.prewritten-software".to_string()), "{:?}", rules(0));
+    assert!(rules(1).contains(&"tx.taxability.data-processing".to_string()), "{:?}", rules(1));
     common::snapshot_settings().bind(|| insta::assert_snapshot!("diff_new_city_tax", render(&r, Format::Text, false)));
 }
 
@@ -286,4 +288,22 @@ fn git_revisions_are_compared_without_a_checkout() {
     let out = run(&["rules", "diff", "--git", "nosuchrev"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`nosuchrev` is not a revision"));
+}
+
+#[test]
+fn a_gains_figure_shows_the_estimates_it_moves() {
+    // Planted: Wisconsin excludes 40% of long-term gain instead of 30%.
+    let r = diff_after(|d| plant(&d.join("gains/states/wi.yaml"), "long_term_exclusion: 30%", "long_term_exclusion: 40%"));
+    let c = r.changes.iter().find(|c| c.kind == levy::cli::diff::model::ChangeKind::Gains).unwrap();
+    assert!(c.id.starts_with("WI gains treatment from "), "{}", c.id);
+    // 10,000 long-term × 70% × 7.65% = 535.50 → × 60% = 459.00; 1,500,000: 80,325.00 → 68,850.00. Nothing else moves.
+    let effects: Vec<(&str, &str, &str)> =
+        r.impacts.iter().map(|i| (i.jurisdiction.as_str(), i.rule.as_str(), i.effect.as_str())).collect();
+    assert_eq!(
+        effects,
+        [
+            ("WI", "gains estimate, income 100000, long_term=10000", "tax 535.50 → 459.00"),
+            ("WI", "gains estimate, income 100000, long_term=1500000", "tax 80325.00 → 68850.00"),
+        ]
+    );
 }

@@ -37,8 +37,8 @@ struct StatePlan {
     periods: Vec<Period>,
     /// Periods of classification changes: compared only on their first days, in every state.
     global: Vec<Period>,
-    zips: BTreeSet<u32>,
-    zip_periods: Vec<Period>,
+    /// The ZIP codes a local change reaches, each with the periods of those changes.
+    zips: BTreeMap<u32, Vec<Period>>,
 }
 
 pub fn impacts(old: &RuleSet, new: &RuleSet, found: &[Found], as_of: Option<NaiveDate>) -> Impacts {
@@ -56,87 +56,75 @@ pub fn impacts(old: &RuleSet, new: &RuleSet, found: &[Found], as_of: Option<Naiv
             }
             Reach::Zips(s, zips) => {
                 let p = plans.entry(*s).or_default();
-                p.zips.extend(zips);
-                p.zip_periods.extend(&f.periods);
+                for z in zips {
+                    p.zips.entry(*z).or_default().extend(&f.periods);
+                }
             }
             Reach::Gains => gains_periods.extend(&f.periods),
             Reach::Plan => groups.push(plan_impact(f)),
         }
     }
     let coverage = old.reg.coverage_from.max(new.reg.coverage_from);
-    let nexus: BTreeMap<usize, bool> = (0..STATES.len()).map(|i| (i, true)).collect();
-    let mut out = Impacts { groups: vec![], evaluations: 0, inputs_changed: 0, dates: vec![] };
-    let mut all_dates: BTreeSet<NaiveDate> = BTreeSet::new();
-    let mut by_key: BTreeMap<GroupKey, Group> = BTreeMap::new();
+    let mut cmp = Comparison {
+        old: &old.reg,
+        new: &new.reg,
+        nexus: (0..STATES.len()).map(|i| (i, true)).collect(),
+        groups: BTreeMap::new(),
+        evaluations: 0,
+        inputs_changed: 0,
+        dates: BTreeSet::new(),
+    };
     for (s, plan) in &plans {
         let s = *s;
-        let points = |extra: &[NaiveDate]| -> BTreeSet<NaiveDate> {
-            let mut p = state_points(&old.reg, s);
-            p.extend(state_points(&new.reg, s));
-            p.extend(extra);
-            p
-        };
-        let mut runs: Vec<(Vec<Value>, Vec<NaiveDate>)> = vec![];
-        let state_periods: Vec<Period> = plan.periods.clone();
-        let mut state_dates = days(&state_periods, &points(&[]), coverage);
+        let mut points = state_points(&old.reg, s);
+        points.extend(state_points(&new.reg, s));
+        let mut state_dates = days(&plan.periods, &points, coverage);
         state_dates.extend(plan.global.iter().map(|p| p.0.max(coverage)));
+        let state_dates = cmp.fix(state_dates, as_of);
         if !state_dates.is_empty() {
-            runs.push((state_inputs(&old.reg, &new.reg, s), state_dates.into_iter().collect()));
-        }
-        if !plan.zips.is_empty() {
-            let zips: Vec<u32> = plan.zips.iter().copied().collect();
-            let local = local_points(&old.reg, s, &zips).into_iter().chain(local_points(&new.reg, s, &zips)).collect::<Vec<_>>();
-            let mut periods = plan.zip_periods.clone();
-            periods.extend(&plan.periods);
-            let dates = days(&periods, &points(&local), coverage);
-            runs.push((zip_inputs(s, &zips), dates.into_iter().collect()));
-        }
-        for (inputs, mut dates) in runs {
-            if let Some(day) = as_of {
-                dates = vec![day];
+            for body in state_inputs(&old.reg, &new.reg, s) {
+                cmp.run(s, &body, &state_dates, false);
             }
-            all_dates.extend(&dates);
-            for body in &inputs {
-                let Ok(req) = engine::parse_request(body) else { continue };
-                let mut effects: Vec<Option<(Effect, NaiveDate)>> = vec![];
-                for day in &dates {
-                    let eval = |reg: &Registry| {
-                        engine::determine(reg, &engine::Input { request: &req, nexus: Some(&nexus), vendor_ytd: None, as_of: *day }).ok()
-                    };
-                    out.evaluations += 1;
-                    effects.push(effect(eval(&old.reg).as_ref(), eval(&new.reg).as_ref()).map(|e| (e, *day)));
-                }
-                let mut changed = false;
-                let mut i = 0;
-                while i < effects.len() {
-                    let Some((e, from)) = &effects[i] else {
-                        i += 1;
-                        continue;
-                    };
-                    let mut j = i;
-                    while j + 1 < effects.len() && effects[j + 1].as_ref().map(|x| &x.0) == Some(e) {
-                        j += 1;
-                    }
-                    let to = dates.get(j + 1).and_then(|d| d.pred_opt());
-                    let key = GroupKey { state: state_code(s), rule: e.rule.clone(), effect: e.text.clone(), from: *from, to };
-                    let g = by_key.entry(key).or_insert_with(|| Group { effect: e.clone(), inputs: vec![] });
-                    g.inputs.push(body.clone());
-                    changed = true;
-                    i = j + 1;
-                }
-                out.inputs_changed += u64::from(changed);
+        }
+        if plan.zips.is_empty() {
+            continue;
+        }
+        // Each ZIP code on its own days: where its changes start and end, and where its taxes or its state's
+        // rules change inside them.
+        let mut by_zip: Vec<(u32, Vec<NaiveDate>)> = vec![];
+        for (zip, periods) in &plan.zips {
+            let mut periods = periods.clone();
+            periods.extend(&plan.periods);
+            let mut p = points.clone();
+            p.extend(local_points(&old.reg, s, *zip));
+            p.extend(local_points(&new.reg, s, *zip));
+            by_zip.push((*zip, cmp.fix(days(&periods, &p, coverage), as_of)));
+        }
+        let all: BTreeSet<NaiveDate> = by_zip.iter().flat_map(|(_, d)| d.iter().copied()).collect();
+        let kinds = cmp.taxed_kinds(s, &all);
+        for (zip, dates) in &by_zip {
+            for tt in &kinds {
+                let body = json!({"amount": AMOUNT, "buyer_state": state_code(s), "buyer_zip": format!("{zip:05}"), "transaction_type": tt, "counterparty_id": "diff"});
+                cmp.run(s, &body, dates, true);
             }
         }
     }
-    for (k, g) in by_key {
+    let mut out = Impacts { groups: vec![], evaluations: cmp.evaluations, inputs_changed: cmp.inputs_changed, dates: vec![] };
+    let mut all_dates = std::mem::take(&mut cmp.dates);
+    for (k, g) in cmp.groups {
+        let pairs: BTreeSet<(&Option<String>, &Option<String>)> = g.taxes.iter().map(|(a, b)| (a, b)).collect();
+        let (old_tax, new_tax) = match pairs.iter().next() {
+            Some((a, b)) if pairs.len() == 1 => ((*a).clone(), (*b).clone()),
+            _ => (None, None),
+        };
         out.groups.push(Impact {
             kind: ImpactKind::Determination,
             jurisdiction: k.state.to_string(),
             rule: k.rule,
             effect: k.effect,
-            old: g.effect.old_tax,
-            new: g.effect.new_tax,
-            points: g.effect.points,
+            old: old_tax,
+            new: new_tax,
+            points: g.points,
             from: Some(k.from),
             to: k.to,
             inputs: g.inputs.len() as u64,
@@ -149,7 +137,7 @@ pub fn impacts(old: &RuleSet, new: &RuleSet, found: &[Found], as_of: Option<Naiv
         if let Some(day) = as_of {
             dates = vec![day];
         }
-        all_dates.extend(&dates);
+        all_dates.extend(dates.iter().copied());
         out.groups.extend(gains_impacts(&old.reg, &new.reg, &dates, &mut out.evaluations));
     }
     out.groups.extend(groups);
@@ -166,19 +154,131 @@ struct GroupKey {
     to: Option<NaiveDate>,
 }
 
+#[derive(Default)]
 struct Group {
-    effect: Effect,
+    points: Option<String>,
+    /// The tax before and after of each request.
+    taxes: Vec<(Option<String>, Option<String>)>,
     inputs: Vec<Value>,
+}
+
+/// Both rule sets answering requests, and the groups of answers that differ.
+struct Comparison<'a> {
+    old: &'a Registry,
+    new: &'a Registry,
+    nexus: BTreeMap<usize, bool>,
+    groups: BTreeMap<GroupKey, Group>,
+    evaluations: u64,
+    inputs_changed: u64,
+    dates: BTreeSet<NaiveDate>,
+}
+
+impl Comparison<'_> {
+    /// The days to compare, as a list: `as_of` alone when it is given.
+    fn fix(&mut self, days: BTreeSet<NaiveDate>, as_of: Option<NaiveDate>) -> Vec<NaiveDate> {
+        let days: Vec<NaiveDate> = match as_of {
+            Some(d) if !days.is_empty() => vec![d],
+            _ => days.into_iter().collect(),
+        };
+        self.dates.extend(&days);
+        days
+    }
+
+    fn determine(&mut self, reg: &Registry, req: &crate::engine::Request, day: NaiveDate) -> Option<Determination> {
+        engine::determine(reg, &engine::Input { request: req, nexus: Some(&self.nexus), vendor_ytd: None, as_of: day }).ok()
+    }
+
+    /// One request on each of its days; each run of days with the same difference joins a group. A request into
+    /// a ZIP code whose rule does not change is grouped by what its local taxes do, its rule a dimension.
+    fn run(&mut self, s: usize, body: &Value, dates: &[NaiveDate], local: bool) {
+        let Ok(req) = engine::parse_request(body) else { return };
+        let mut effects: Vec<Option<Effect>> = vec![];
+        for day in dates {
+            self.evaluations += 1;
+            let (a, b) = (self.determine(self.old, &req, *day), self.determine(self.new, &req, *day));
+            effects.push(effect(a.as_ref(), b.as_ref()));
+        }
+        let mut changed = false;
+        let mut i = 0;
+        while i < effects.len() {
+            let (Some(e), Some(from)) = (&effects[i], dates.get(i)) else {
+                i += 1;
+                continue;
+            };
+            let mut j = i;
+            while j + 1 < effects.len() && effects[j + 1].as_ref() == Some(e) {
+                j += 1;
+            }
+            let to = dates.get(j + 1).and_then(|d| d.pred_opt());
+            let mut input = body.clone();
+            let (rule, text) = if local && !e.rule.contains('→') {
+                if let Some(o) = input.as_object_mut() {
+                    o.insert("rule".into(), json!(e.rule));
+                }
+                ("local taxes".to_string(), e.text(true))
+            } else {
+                (e.rule.clone(), e.text(false))
+            };
+            let g = self.groups.entry(GroupKey { state: state_code(s), rule, effect: text, from: *from, to }).or_default();
+            g.points.clone_from(&e.points);
+            g.taxes.push((e.old_tax.clone(), e.new_tax.clone()));
+            g.inputs.push(input);
+            changed = true;
+            i = j + 1;
+        }
+        self.inputs_changed += u64::from(changed);
+    }
+
+    /// The transaction types a ZIP code's requests use: the first taxed one of each taxability rule a seller's
+    /// sale to a consumer meets in the state on any of the days (the others would repeat its answer), so that a
+    /// local change is seen through every rule it passes through.
+    fn taxed_kinds(&mut self, s: usize, days: &BTreeSet<NaiveDate>) -> Vec<&'static str> {
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        let mut out = vec![];
+        for tt in TRANSACTION_TYPES {
+            let body = json!({"amount": AMOUNT, "buyer_state": state_code(s), "transaction_type": tt, "counterparty_id": "diff"});
+            let Ok(req) = engine::parse_request(&body) else { continue };
+            for day in days {
+                for reg in [self.old, self.new] {
+                    let Some(d) = self.determine(reg, &req, *day) else { continue };
+                    let rules: Vec<&str> = d.legs.iter().filter(|l| l.result.is_taxable()).map(|l| l.rule_id.as_str()).collect();
+                    if !rules.is_empty() && seen.insert(rules.join("+")) && !out.contains(&tt) {
+                        out.push(tt);
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 /// How one answer differs between the rule sets.
 #[derive(Clone, PartialEq)]
 struct Effect {
     rule: String,
-    text: String,
+    /// What differs besides the tax: points, the state rate, local layers, the determination, special taxes.
+    details: Vec<String>,
     old_tax: Option<String>,
     new_tax: Option<String>,
     points: Option<String>,
+}
+
+impl Effect {
+    /// In words: `tax 50.00 → 52.00 on 1000; +0.25 points; …`, or with `delta` the tax's change (`tax +8.00`), for
+    /// requests whose taxes before differ but move alike.
+    fn text(&self, delta: bool) -> String {
+        let tax = match (&self.old_tax, &self.new_tax) {
+            (Some(a), Some(b)) if delta => {
+                let d = b.parse::<Decimal>().unwrap_or_default() - a.parse::<Decimal>().unwrap_or_default();
+                format!("tax {}{d} on {AMOUNT}", if d > Decimal::ZERO { "+" } else { "" })
+            }
+            (Some(a), Some(b)) => format!("tax {a} → {b} on {AMOUNT}"),
+            (None, Some(b)) => format!("newly answered: tax {b} on {AMOUNT}"),
+            (Some(a), None) => format!("no longer answered (was tax {a} on {AMOUNT})"),
+            (None, None) => String::new(),
+        };
+        std::iter::once(tax).chain(self.details.iter().cloned()).collect::<Vec<_>>().join("; ")
+    }
 }
 
 /// The difference of two answers to one request, if any: the tax, the rate applied, the state rate, the local
@@ -188,12 +288,10 @@ fn effect(a: Option<&Determination>, b: Option<&Determination>) -> Option<Effect
     let (a, b) = match (a, b) {
         (None, None) => return None,
         (None, Some(b)) => {
-            let text = format!("newly answered: tax {} on {AMOUNT}", b.total_tax);
-            return Some(Effect { rule: rules(b), text, old_tax: None, new_tax: Some(b.total_tax.to_string()), points: None });
+            return Some(Effect { rule: rules(b), details: vec![], old_tax: None, new_tax: Some(b.total_tax.to_string()), points: None });
         }
         (Some(a), None) => {
-            let text = format!("no longer answered (was tax {} on {AMOUNT})", a.total_tax);
-            return Some(Effect { rule: rules(a), text, old_tax: Some(a.total_tax.to_string()), new_tax: None, points: None });
+            return Some(Effect { rule: rules(a), details: vec![], old_tax: Some(a.total_tax.to_string()), new_tax: None, points: None });
         }
         (Some(a), Some(b)) => (a, b),
     };
@@ -214,7 +312,7 @@ fn effect(a: Option<&Determination>, b: Option<&Determination>) -> Option<Effect
     {
         return None;
     }
-    let mut parts = vec![format!("tax {} → {} on {AMOUNT}", a.total_tax, b.total_tax)];
+    let mut parts = vec![];
     let points = match (rate_a, rate_b) {
         (Some(x), Some(y)) if x != y => {
             let p = ((y - x) * Decimal::from(100)).normalize();
@@ -246,7 +344,7 @@ fn effect(a: Option<&Determination>, b: Option<&Determination>) -> Option<Effect
         parts.push(format!("special taxes {} → {}", a.special_total, b.special_total));
     }
     let rule = if ra == rb { rb } else { format!("{ra} → {rb}") };
-    Some(Effect { rule, text: parts.join("; "), old_tax: Some(a.total_tax.to_string()), new_tax: Some(b.total_tax.to_string()), points })
+    Some(Effect { rule, details: parts, old_tax: Some(a.total_tax.to_string()), new_tax: Some(b.total_tax.to_string()), points })
 }
 
 /// The days to compare for some periods: each period's first day (not before coverage), the day after it ends,
@@ -293,12 +391,12 @@ fn state_points(reg: &Registry, s: usize) -> BTreeSet<NaiveDate> {
     out
 }
 
-/// The days the local taxes of some ZIP codes, or their areas, start or stop.
-fn local_points(reg: &Registry, s: usize, zips: &[u32]) -> BTreeSet<NaiveDate> {
+/// The days the local taxes of a ZIP code, or its areas, start or stop.
+fn local_points(reg: &Registry, s: usize, zip: u32) -> BTreeSet<NaiveDate> {
     let l = &reg.local;
     let mut out = BTreeSet::new();
     let mut taxes: BTreeSet<u32> = BTreeSet::new();
-    for e in l.entries.iter().filter(|e| e.state() == s && zips.binary_search(&e.code).is_ok()) {
+    if let Some(e) = l.entry(&format!("{zip:05}"), s) {
         for a in l.areas(e) {
             out.extend(a.from);
             out.extend(a.to.and_then(|t| t.succ_opt()));
@@ -307,17 +405,6 @@ fn local_points(reg: &Registry, s: usize, zips: &[u32]) -> BTreeSet<NaiveDate> {
     }
     for t in taxes.iter().filter_map(|&i| l.taxes.get(i as usize)) {
         push_dated(&t.rates, &mut out);
-    }
-    out
-}
-
-/// Requests into ZIP codes: each transaction type, sold by a seller to a consumer.
-fn zip_inputs(s: usize, zips: &[u32]) -> Vec<Value> {
-    let mut out = vec![];
-    for z in zips {
-        for tt in TRANSACTION_TYPES {
-            out.push(json!({"amount": AMOUNT, "buyer_state": state_code(s), "buyer_zip": format!("{z:05}"), "transaction_type": tt, "counterparty_id": "diff"}));
-        }
     }
     out
 }
