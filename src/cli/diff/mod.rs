@@ -62,7 +62,8 @@ pub struct DiffArgs {
     pub schema: bool,
 }
 
-/// Runs the command: 0, or 1 when `--check` finds a problem or a rule set does not load, 2 on a bad argument.
+/// Runs the command: 0; 1 when `--check` finds a problem; 2 when there is nothing to compare (a bad argument, a
+/// revision that does not exist, a rule set that does not load).
 pub fn diff(args: &DiffArgs) -> u8 {
     if args.schema {
         println!("{}", render::json_schema());
@@ -93,8 +94,8 @@ pub fn diff(args: &DiffArgs) -> u8 {
         Some(g) => (label(&old_dir, Some(&g.base)), label(&new_dir, g.head.as_deref())),
         None => (label(&old_dir, None), label(&new_dir, None)),
     };
-    let Some(old) = RuleSet::load(&old_dir, old_label) else { return 1 };
-    let Some(new) = RuleSet::load(&new_dir, new_label) else { return 1 };
+    let Some(old) = RuleSet::load(&old_dir, old_label.clone()) else { return cannot_load(&old_label) };
+    let Some(new) = RuleSet::load(&new_dir, new_label.clone()) else { return cannot_load(&new_label) };
     let report = compare(&old, &new, as_of, args.check);
     drop(guard);
     let colour = format == Format::Text && std::io::IsTerminal::is_terminal(&std::io::stdout());
@@ -109,6 +110,11 @@ pub fn diff(args: &DiffArgs) -> u8 {
         eprintln!("check: ok");
     }
     0
+}
+
+fn cannot_load(source: &str) -> u8 {
+    eprintln!("error: the rules of {source} do not load (diagnostics above): nothing to compare");
+    2
 }
 
 fn usage(e: &str) -> u8 {
