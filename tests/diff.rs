@@ -307,3 +307,20 @@ fn a_gains_figure_shows_the_estimates_it_moves() {
         ]
     );
 }
+
+#[test]
+fn a_special_tax_is_compared_in_its_zip_codes_for_every_kind_of_sale() {
+    // Planted: Chicago's lease tax at 12% instead of 11% for 2025.
+    let r = diff_after(|d| plant(&d.join("local/special.yaml"), "rate: 11%", "rate: 12%"));
+    assert_eq!(r.changes.len(), 1);
+    assert_eq!(r.changes[0].id, "chicago.ppltt rate from 2025-01-01");
+    // 1000 × 11% = 110.00 → 1000 × 12% = 120.00, for 2025 only, in the 45 Chicago ZIP codes the tax names.
+    assert_eq!(r.impacts.len(), 1, "{:#?}", r.impacts);
+    let g = &r.impacts[0];
+    assert_eq!(g.effect, "tax +10.00 on 1000; special taxes 110.00 → 120.00");
+    assert_eq!((g.from.unwrap().to_string(), g.to.unwrap().to_string()), ("2025-01-01".into(), "2025-12-31".into()));
+    let zips = g.dimensions.iter().find(|d| d.field == "buyer_zip").unwrap();
+    assert_eq!(zips.count, 45);
+    // SaaS is taxed by the lease tax though Illinois does not tax it.
+    assert!(g.dimensions[0].values.contains(&"saas".to_string()), "{:?}", g.dimensions);
+}

@@ -39,6 +39,8 @@ struct StatePlan {
     global: Vec<Period>,
     /// The ZIP codes a local change reaches, each with the periods of those changes.
     zips: BTreeMap<u32, Vec<Period>>,
+    /// ZIP codes compared with every transaction type (a special tax's).
+    every_kind: BTreeSet<u32>,
 }
 
 pub fn impacts(old: &RuleSet, new: &RuleSet, found: &[Found], as_of: Option<NaiveDate>) -> Impacts {
@@ -54,10 +56,13 @@ pub fn impacts(old: &RuleSet, new: &RuleSet, found: &[Found], as_of: Option<Naiv
                     plans.entry(s).or_default().global.extend(&f.periods);
                 }
             }
-            Reach::Zips(s, zips) => {
+            Reach::Zips(s, zips) | Reach::Special(s, zips) => {
                 let p = plans.entry(*s).or_default();
                 for z in zips {
                     p.zips.entry(*z).or_default().extend(&f.periods);
+                }
+                if matches!(f.reach, Reach::Special(..)) {
+                    p.every_kind.extend(zips);
                 }
             }
             Reach::Gains => gains_periods.extend(&f.periods),
@@ -103,7 +108,8 @@ pub fn impacts(old: &RuleSet, new: &RuleSet, found: &[Found], as_of: Option<Naiv
         let all: BTreeSet<NaiveDate> = by_zip.iter().flat_map(|(_, d)| d.iter().copied()).collect();
         let kinds = cmp.taxed_kinds(s, &all);
         for (zip, dates) in &by_zip {
-            for tt in &kinds {
+            let kinds: &[&str] = if plan.every_kind.contains(zip) { &TRANSACTION_TYPES } else { &kinds };
+            for tt in kinds {
                 let body = json!({"amount": AMOUNT, "buyer_state": state_code(s), "buyer_zip": format!("{zip:05}"), "transaction_type": tt, "counterparty_id": "diff"});
                 cmp.run(s, &body, dates, true);
             }

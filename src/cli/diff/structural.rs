@@ -29,6 +29,8 @@ pub enum Reach {
     AllStates,
     /// Requests into these ZIP codes of one state.
     Zips(usize, Vec<u32>),
+    /// Requests of every transaction type into these ZIP codes (a special tax's, owed whatever the state taxes).
+    Special(usize, Vec<u32>),
     Gains,
     Plan,
 }
@@ -317,8 +319,16 @@ impl Differ<'_> {
                 (heads, rates)
             };
             let ((ho, ro), (hn, rn)) = (items(self.old), items(self.new));
-            self.compare(ChangeKind::SpecialTax, Some(s), Reach::State(s), ho, hn);
-            self.compare(ChangeKind::Rate, Some(s), Reach::State(s), ro, rn);
+            // A special tax is owed in its ZIP codes only.
+            let mut zips: Vec<u32> = [&self.old.reg, &self.new.reg]
+                .iter()
+                .flat_map(|r| r.special_taxes.iter().filter(|t| t.state == s))
+                .flat_map(|t| t.zips.iter().filter_map(|z| z.parse::<u32>().ok()))
+                .collect();
+            zips.sort_unstable();
+            zips.dedup();
+            self.compare(ChangeKind::SpecialTax, Some(s), Reach::Special(s, zips.clone()), ho, hn);
+            self.compare(ChangeKind::Rate, Some(s), Reach::Special(s, zips), ro, rn);
         }
     }
 
