@@ -93,12 +93,29 @@ enum RulesCommand {
         #[arg(long, default_value = "rules")]
         rules: PathBuf,
     },
-    /// Compare two rule directories by what they determine, not by their text.
+    /// Compare two rule sets: what changed in the rule files (by id and file:line), and which determinations that
+    /// changes, grouped by jurisdiction, rule and effect, on every day a change starts or ends.
     Diff {
-        old: PathBuf,
-        new: PathBuf,
+        /// The old rules directory (or give --git).
+        old: Option<PathBuf>,
+        /// The new rules directory.
+        new: Option<PathBuf>,
+        /// Compare rules/ of this repository at BASE and HEAD (BASE..HEAD), or at BASE and the working tree (BASE).
+        #[arg(long, value_name = "BASE[..HEAD]")]
+        git: Option<String>,
+        /// Compare on this day only (YYYY-MM-DD) instead of the days the changes start and end.
         #[arg(long)]
         as_of: Option<String>,
+        /// text (the default; coloured on a terminal), markdown (for a pull request) or json (docs/diff.schema.json).
+        #[arg(long)]
+        format: Option<String>,
+        /// Exit 1 when the rules changed without a higher registry version and a change-log entry for it, a changed
+        /// rate does not cite its new figure's source, or a case's expectation changed without its rules changing.
+        #[arg(long)]
+        check: bool,
+        /// Print the JSON Schema of --format json and exit.
+        #[arg(long)]
+        schema: bool,
     },
     /// Compare our combined rate at each zip code of independent rate tables (Avalara's TAXRATES_ZIP5, the DOR
     /// grid, or state,zip,rate) with theirs; exit 1 on any disagreement no rule file records.
@@ -238,7 +255,9 @@ fn main() -> ExitCode {
             RulesCommand::Explain { request, as_of, nexus, json, rules } => {
                 levy::cli::explain(&rules, &request, as_of.as_deref(), nexus.as_deref(), json)
             }
-            RulesCommand::Diff { old, new, as_of } => levy::cli::diff(&old, &new, as_of.as_deref()),
+            RulesCommand::Diff { old, new, git, as_of, format, check, schema } => {
+                levy::cli::diff(&levy::cli::DiffArgs { old, new, git, as_of, format, check, schema })
+            }
             RulesCommand::AuditRates { tables, as_of, json, rules, tolerance } => {
                 levy::cli::audit_rates(&rules, &tables, as_of.as_deref(), tolerance.as_deref(), json)
             }

@@ -2,7 +2,7 @@
 
 pub mod accounts;
 pub mod audit;
-mod diff;
+pub mod diff;
 mod explain;
 mod import;
 pub mod partners;
@@ -17,7 +17,7 @@ use crate::rules::report;
 use crate::scenarios::run_case;
 
 pub use audit::audit_rates;
-pub use diff::{diff, diff_report};
+pub use diff::{compare, diff, DiffArgs, DiffReport, RuleSet};
 pub use explain::{explain, explain_text};
 pub use import::import_sst;
 
