@@ -26,9 +26,22 @@ pub fn livez() -> Response {
     json_response(StatusCode::OK, json!({"status": "live"}))
 }
 
+/// A round trip to the database, tried up to 3 times: a pooled connection the server (or the network) dropped while
+/// it sat idle fails once and is discarded, and the next try opens a fresh one. A database that is down fails all 3.
+async fn ping(state: &AppState) -> Result<(), crate::store::StoreError> {
+    let mut result = state.store.ping().await;
+    for _ in 1..3 {
+        if result.is_ok() {
+            break;
+        }
+        result = state.store.ping().await;
+    }
+    result
+}
+
 /// `GET /readyz`: 200 when this instance can answer, 503 naming what is not ready.
 pub async fn readyz(state: &AppState) -> Response {
-    let database = match tokio::time::timeout(READINESS_WAIT, state.store.ping()).await {
+    let database = match tokio::time::timeout(READINESS_WAIT, ping(state)).await {
         Ok(Ok(())) => "ok".to_string(),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "readiness: the database does not answer");

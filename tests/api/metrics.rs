@@ -224,3 +224,110 @@ async fn live_and_ready(app: TestApp) {
 
 on_each_backend!(counters_move_by_the_calls_made);
 on_both!(metrics_are_closed_by_default, live_and_ready);
+
+/// A migration of this build missing from the database: not ready, and the check says how many.
+async fn not_ready_while_a_migration_is_pending(app: TestApp) {
+    use sea_orm::ConnectionTrait;
+    let last = last_migration();
+    let sql = format!("DELETE FROM seaql_migrations WHERE version = '{last}'");
+    app.state.store.db.execute_unprepared(&sql).await.unwrap();
+    let r = app.get("/readyz", None).await;
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert_eq!(r.json["checks"]["migrations"], "1 pending");
+    assert_eq!(r.json["status"], "not ready");
+}
+
+/// The name of the last migration of this build.
+fn last_migration() -> String {
+    use levy_migrations::{Migrator, MigratorTrait};
+    Migrator::migrations().last().map(|m| m.name().to_string()).unwrap()
+}
+
+on_both!(not_ready_while_a_migration_is_pending);
+
+/// A loopback TCP proxy to PostgreSQL that the test can cut (every connection through it closed, new ones refused
+/// at once) and mend: the database becomes unreachable from the instance, as when its host goes away, and comes back.
+struct Proxy {
+    port: u16,
+    down: tokio::sync::watch::Sender<bool>,
+}
+
+impl Proxy {
+    async fn start(upstream: String) -> Proxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (down, watch) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if *watch.borrow() {
+                    continue; // dropped: the connection is closed at once
+                }
+                let upstream = upstream.clone();
+                let mut cut = watch.clone();
+                tokio::spawn(async move {
+                    let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await else { return };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = cut.wait_for(|down| *down) => {}
+                    }
+                });
+            }
+        });
+        Proxy { port, down }
+    }
+
+    fn cut(&self) {
+        self.down.send_replace(true);
+    }
+
+    fn mend(&self) {
+        self.down.send_replace(false);
+    }
+}
+
+/// `/readyz` is 503 while the database does not answer and 200 again once it does, without a restart (PostgreSQL,
+/// through a proxy the test cuts).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_follows_the_database() {
+    let Ok(url) = std::env::var("TEST_DATABASE_URL") else {
+        eprintln!("TEST_DATABASE_URL not set: PostgreSQL run skipped");
+        return;
+    };
+    let db = crate::harness::Db::fresh(Backend::Postgres).await.unwrap();
+    // postgres://user@host:port/db → the same through the proxy.
+    let (head, rest) = url.split_once('@').unwrap();
+    let (host_port, tail) = rest.split_once('/').unwrap();
+    let proxy = Proxy::start(host_port.to_string()).await;
+    let proxied = format!("{head}@127.0.0.1:{}/{tail}", proxy.port);
+    let store = levy::store::Store::connect_in_schema(&proxied, db.schema.as_deref()).await.unwrap();
+    store.migrate().await.unwrap();
+    let state = std::sync::Arc::new(levy::api::AppState::new(
+        store,
+        crate::harness::registry(),
+        levy::clock::Clock::fixed(crate::harness::start_time()),
+        levy::config::Limits::default(),
+        levy::security::DataKey::from_hex(&"ab".repeat(32)).unwrap(),
+    ));
+    let client = poem::test::TestClient::new(levy::api::app(state, true));
+    let ready = || async {
+        let resp = client.get("/readyz").send().await;
+        let status = resp.0.status().as_u16();
+        let body: Value = serde_json::from_str(&resp.0.into_body().into_string().await.unwrap()).unwrap();
+        (status, body)
+    };
+    let (status, body) = ready().await;
+    assert_eq!(status, 200, "{body}");
+
+    proxy.cut();
+    let started = std::time::Instant::now();
+    let (status, body) = ready().await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["checks"]["database"], "unreachable");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "a probe answers within its wait: {:?}", started.elapsed());
+    assert_eq!(client.get("/livez").send().await.0.status().as_u16(), 200, "the process still answers");
+
+    proxy.mend();
+    let (status, body) = ready().await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["checks"], json!({"database": "ok", "migrations": "ok", "rules": "ok"}));
+}
