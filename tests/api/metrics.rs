@@ -331,3 +331,53 @@ async fn readyz_follows_the_database() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["checks"], json!({"database": "ok", "migrations": "ok", "rules": "ok"}));
 }
+
+/// A log writer the test reads back.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// LEVY_LOG_FORMAT=json: every line is one JSON object, and a request's closing line carries its request id,
+/// operation, status and latency.
+async fn json_logs_carry_the_request(app: TestApp) {
+    use tracing::instrument::WithSubscriber;
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = levy::server::json_logs(move || writer.clone()).with_env_filter("info").finish();
+    async {
+        let r = app.request("GET", "/api/v1/health", None, &[("X-Request-Id", "req-json-logs-1")], None).await;
+        assert_eq!(r.status, 200);
+        let r = app.request("GET", "/api/v1/nowhere/55401", None, &[("X-Request-Id", "req-json-logs-2")], None).await;
+        assert_eq!(r.status, 404);
+    }
+    .with_subscriber(subscriber)
+    .await;
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect();
+    let handled = |id: &str| {
+        lines
+            .iter()
+            .find(|l| l["message"] == "handled" && l["span"]["request_id"] == id)
+            .unwrap_or_else(|| panic!("no line for {id}: {text}"))
+    };
+    let health = handled("req-json-logs-1");
+    assert_eq!(health["span"]["operation"], "health");
+    assert_eq!(health["status"], 200);
+    assert!(health["elapsed_us"].as_u64().is_some(), "{health}");
+    assert_eq!(health["level"], "INFO");
+    assert!(health["timestamp"].as_str().is_some());
+    let missing = handled("req-json-logs-2");
+    assert_eq!((missing["span"]["operation"].as_str(), missing["status"].as_u64()), (Some("unmatched"), Some(404)));
+}
+
+on_both!(json_logs_carry_the_request);
