@@ -100,13 +100,13 @@ pub const PAYMENTS: Family = family(
     "levy_payments_total",
     Kind::Counter,
     &["method", "outcome"],
-    "Pay-per-call attempts on calculate, by method (x402, mpp) and outcome (settled, refused, unavailable: the facilitator or processor did not answer).",
+    "Paid calculate calls (x402, mpp) by outcome: paid (answered: settled now, or replayed under its Idempotency-Key), refused (402), unavailable (503: the facilitator, the processor or the database did not answer), rate_limited (429: too many refused payments from the address), invalid (400) or error (500).",
 );
 pub const PAYMENT_REFUSALS: Family = family(
     "levy_payment_refusals_total",
     Kind::Counter,
     &["method", "reason"],
-    "Refused pay-per-call attempts, by method and reason (a closed list per method, see docs/operating.md).",
+    "Refused payments (402), by method and reason: x402's error reasons, MPP's problems, x402_not_configured or mpp_not_configured; any other reason is other.",
 );
 pub const CHECKOUT_SESSIONS: Family = family(
     "levy_checkout_sessions_total",
@@ -252,11 +252,11 @@ impl Metrics {
         self.limiter_refusals.with_label_values(&[limit.as_str()]).inc();
     }
 
-    /// A pay-per-call attempt: settled, refused (with its reason) or unavailable.
+    /// A pay-per-call attempt: its outcome, and for a refusal its reason (bounded by [`payment_reason`]).
     pub fn payment(&self, method: &str, outcome: &str, reason: Option<&str>) {
         self.payments.with_label_values(&[method, outcome]).inc();
         if let Some(reason) = reason {
-            self.payment_refusals.with_label_values(&[method, reason]).inc();
+            self.payment_refusals.with_label_values(&[method, payment_reason(reason)]).inc();
         }
     }
 
@@ -280,6 +280,43 @@ impl Metrics {
             String::new()
         })
     }
+}
+
+/// The reasons a payment refusal is counted under: x402's error reasons (the protocol's list, and the facilitator's
+/// `invalidReason` / `errorReason`), MPP's problems, and a protocol not configured. Any other text a facilitator
+/// sends is counted as `other`, so that a label never holds what an outside party chose.
+pub const PAYMENT_REASONS: &[&str] = &[
+    // x402
+    "insufficient_funds",
+    "invalid_exact_evm_payload_authorization_valid_after",
+    "invalid_exact_evm_payload_authorization_valid_before",
+    "invalid_exact_evm_payload_authorization_value",
+    "invalid_exact_evm_payload_signature",
+    "invalid_exact_evm_payload_recipient_mismatch",
+    "invalid_network",
+    "invalid_payload",
+    "invalid_payment_requirements",
+    "invalid_scheme",
+    "unsupported_scheme",
+    "invalid_x402_version",
+    "invalid_transaction_state",
+    "unexpected_verify_error",
+    "unexpected_settle_error",
+    "x402_not_configured",
+    // MPP
+    "invalid-challenge",
+    "invalid-payload",
+    "malformed-credential",
+    "payment-action-required",
+    "payment-expired",
+    "payment-insufficient",
+    "verification-failed",
+    "mpp_not_configured",
+];
+
+/// A refusal's reason as a label: itself if [`PAYMENT_REASONS`] lists it, else `other`.
+pub fn payment_reason(reason: &str) -> &'static str {
+    PAYMENT_REASONS.iter().find(|r| **r == reason).copied().unwrap_or("other")
 }
 
 /// The limits a request can be refused by.

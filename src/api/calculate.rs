@@ -172,6 +172,19 @@ impl CalculateApi {
         let s = &self.0;
         let (mode, result) = s.calculation(auth, req, &body).await;
         s.metrics.calculation(mode, &outcome(&result));
+        if mode == "x402" || mode == "mpp" {
+            let (paid, reason) = match &result {
+                Ok(_) => ("paid", None),
+                Err(e) => match e.status.as_u16() {
+                    402 => ("refused", Some(e.payment_reason.as_deref().unwrap_or("other"))),
+                    503 => ("unavailable", None),
+                    429 => ("rate_limited", None),
+                    400..=499 => ("invalid", None),
+                    _ => ("error", None),
+                },
+            };
+            s.metrics.payment(mode, paid, reason);
+        }
         result.map_err(Into::into)
     }
 }

@@ -162,6 +162,9 @@ impl AppState {
         if let Some(count) = answer.burst {
             self.burst_verdict(now_ms, count)?;
         }
+        if matches!(answer.result, Err(crate::ledger::Refusal::AllowanceUsedUp(_))) {
+            self.metrics.limiter_refusal(crate::metrics::Limit::Monthly);
+        }
         answer.result.map_err(ApiError::from)
     }
 }

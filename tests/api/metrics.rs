@@ -381,3 +381,39 @@ async fn json_logs_carry_the_request(app: TestApp) {
 }
 
 on_both!(json_logs_carry_the_request);
+
+/// Each limiter's refusals are counted under its limit, once per refused request.
+async fn limiter_refusals_by_limit(backend: Backend) {
+    let limits = levy::config::Limits { burst_per_minute: 1, demo_per_minute: 2, signups_per_hour: 1, ..Default::default() };
+    let Some(app) = TestApp::start_with(backend, limits).await else { return };
+    let acct = app.signup("limits@example.com").await;
+    let body = calculate_body();
+    let statuses: Vec<u16> = keyed_statuses(&app, &acct.key, &body, 3).await;
+    assert_eq!(statuses, [200, 429, 429], "the key's 1 call per minute");
+    for expected in [200, 200, 429, 429] {
+        let r = app.request("POST", "/api/v1/calculate", None, &[("X-Forwarded-For", "198.51.100.9")], Some(&body.to_string())).await;
+        assert_eq!(r.status, expected, "{}", r.text);
+    }
+    let signup =
+        json!({"email": "second@example.com", "password": "correct horse battery", "agent_name": "a", "agent_work_type": "compute"});
+    for expected in [201, 429] {
+        let r = app.request("POST", "/api/v1/auth/signup", None, &[("X-Forwarded-For", "198.51.100.10")], Some(&signup.to_string())).await;
+        assert_eq!(r.status, expected, "{}", r.text);
+    }
+    let refusals = |limit: &str| app.metric("levy_limiter_refusals_total", &[("limit", limit)]);
+    assert_eq!((refusals("burst"), refusals("demo"), refusals("signup")), (2.0, 2.0, 1.0));
+    assert_eq!((refusals("login"), refusals("payment"), refusals("monthly")), (0.0, 0.0, 0.0));
+    assert_eq!(app.metric("levy_calculations_total", &[("mode", "live"), ("outcome", "rate_limited")]), 2.0);
+    assert_eq!(app.metric("levy_calculations_total", &[("mode", "demo"), ("outcome", "rate_limited")]), 2.0);
+}
+
+/// `n` keyed calculate calls one after another: their statuses.
+async fn keyed_statuses(app: &TestApp, key: &str, body: &Value, n: usize) -> Vec<u16> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(app.post("/api/v1/calculate", Some(key), body).await.status);
+    }
+    out
+}
+
+on_each_backend!(limiter_refusals_by_limit);
