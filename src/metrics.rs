@@ -128,8 +128,12 @@ pub const DB_CONNECTIONS: Family = family(
     &["pool", "state"],
     "Database connections held by a pool (main; writer, SQLite's single writer), by state (in_use, idle), when scraped.",
 );
-pub const DB_ACQUIRE: Family =
-    family("levy_db_acquire_seconds", Kind::Histogram, &[], "Time to get a connection and open a transaction for a ledger batch.");
+pub const DB_ACQUIRE: Family = family(
+    "levy_db_acquire_seconds",
+    Kind::Histogram,
+    &[],
+    "Time a ledger batch waited for its connection from the pool (on SQLite, the writer pool of one).",
+);
 
 /// Every family, in the order of the exposition and of `docs/operating.md`.
 pub const FAMILIES: &[Family] = &[

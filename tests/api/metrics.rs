@@ -417,3 +417,24 @@ async fn keyed_statuses(app: &TestApp, key: &str, body: &Value, n: usize) -> Vec
 }
 
 on_each_backend!(limiter_refusals_by_limit);
+
+/// docs/operating.md lists every metric family, as `levy::metrics::FAMILIES` declares it (name, type, labels, help),
+/// in one table between its markers; the failure message prints the table to paste.
+#[test]
+fn operating_md_lists_every_metric() {
+    let table: String = levy::metrics::FAMILIES
+        .iter()
+        .map(|f| {
+            let labels = if f.labels.is_empty() {
+                "—".to_string()
+            } else {
+                f.labels.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", ")
+            };
+            format!("| `{}` | {} | {} | {} |\n", f.name, f.kind.as_str(), labels, f.help)
+        })
+        .collect();
+    let doc = std::fs::read_to_string(format!("{}/docs/operating.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let start = "<!-- metrics: generated from levy::metrics::FAMILIES, checked by tests/api/metrics.rs -->\n| metric | type | labels | meaning |\n|---|---|---|---|\n";
+    let listed = doc.split_once(start).and_then(|(_, rest)| rest.split_once("<!-- /metrics -->")).map(|(t, _)| t);
+    assert_eq!(listed, Some(table.as_str()), "docs/operating.md's metrics table should read:\n{start}{table}<!-- /metrics -->");
+}
