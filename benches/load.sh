@@ -11,6 +11,8 @@
 #
 # Limits are raised for the run (LEVY_BURST_LIMIT, LEVY_DEMO_*_LIMIT) so that the limiter's own
 # database work is measured without its refusals. Usage: bash benches/load.sh [seconds per run, default 10]
+# LEVY_BENCH_SCRAPE=1 reads the metrics as Prometheus would while the load runs: /metrics opened by a token
+# (LEVY_METRICS_TOKEN) and scraped every second. (The metrics are always counted; this adds their reading.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR="${1:-10}"
@@ -27,11 +29,21 @@ fi
 
 WORK="$(mktemp -d)"
 export LEVY_DATA_DIR="$WORK" LEVY_BURST_LIMIT=1000000000 LEVY_DEMO_MINUTE_LIMIT=1000000000 LEVY_DEMO_DAY_LIMIT=1000000000 RUST_LOG=warn
+SCRAPE="${LEVY_BENCH_SCRAPE:-0}"
+[ "$SCRAPE" = 1 ] && export LEVY_METRICS_TOKEN=bench-scrape-token
 "$BIN" serve --bind "127.0.0.1:$PORT" >"$WORK/server.log" 2>&1 &
 PID=$!
-trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
+SCRAPER=""
+trap 'kill $SCRAPER $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
 BASE="http://127.0.0.1:$PORT"
 for _ in $(seq 1 100); do curl -sf "$BASE/api/v1/health" >/dev/null && break; sleep 0.1; done
+if [ "$SCRAPE" = 1 ]; then
+  while kill -0 "$PID" 2>/dev/null; do
+    curl -sf -H "Authorization: Bearer $LEVY_METRICS_TOKEN" "$BASE/metrics" -o "$WORK/metrics.txt" || echo "warning: a scrape failed" >&2
+    sleep 1
+  done &
+  SCRAPER=$!
+fi
 
 KEY=$(curl -sf "$BASE/api/v1/auth/signup" -H 'Content-Type: application/json' \
   -d '{"email":"bench@example.com","password":"benchmark-password","agent_name":"bench","agent_work_type":"compute"}' |
@@ -136,3 +148,6 @@ echo
 printf "$COLS   %s\n" "at about half of the maximum" conns "req/s" "p50 ms" "p99 ms" "p99 of each run"
 printf '%s' "$HALF"
 echo "goals: demo >= 0.70 of baseline, keyed >= 0.40, p99 < 5 ms at half of maximum throughput"
+if [ "$SCRAPE" = 1 ]; then
+  echo "metrics scraped every second; the last scrape counted $(awk '/^levy_http_requests_total/ {n += $2} END {print n}' "$WORK/metrics.txt") requests"
+fi

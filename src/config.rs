@@ -266,6 +266,29 @@ pub struct Config {
     /// Whether per-address limits read the client's address from X-Forwarded-For (LEVY_TRUST_FORWARDED_FOR=1;
     /// only behind a proxy of the operator's that sets it), not the TCP peer's.
     pub trust_forwarded_for: bool,
+    pub observability: Observability,
+}
+
+/// Who may read `GET /metrics`, and how the logs are written.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Observability {
+    /// A second listener serving only `/metrics`, for the operator's network (LEVY_METRICS_BIND; unset: none).
+    pub metrics_bind: Option<String>,
+    /// A bearer token that opens `/metrics` on the public port (LEVY_METRICS_TOKEN; unset: `/metrics` is 404 there).
+    pub metrics_token: Option<String>,
+    /// One JSON object per log line (LEVY_LOG_FORMAT=json) instead of text.
+    pub json_logs: bool,
+}
+
+impl Observability {
+    pub fn from_env() -> Self {
+        let set = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        Observability {
+            metrics_bind: set("LEVY_METRICS_BIND"),
+            metrics_token: set("LEVY_METRICS_TOKEN"),
+            json_logs: set("LEVY_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json")),
+        }
+    }
 }
 
 impl Config {
@@ -284,6 +307,7 @@ impl Config {
             mpp: Mpp::from_env(),
             public_url: std::env::var("LEVY_PUBLIC_URL").ok().map(|v| v.trim().trim_end_matches('/').to_string()).filter(|v| !v.is_empty()),
             trust_forwarded_for: std::env::var("LEVY_TRUST_FORWARDED_FOR").is_ok_and(|v| v == "1"),
+            observability: Observability::from_env(),
         }
     }
 }

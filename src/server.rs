@@ -21,11 +21,39 @@ use crate::rules::registry::Registry;
 use crate::security::DataKey;
 use crate::store::Store;
 
-/// Logs as structured lines; RUST_LOG filters (default info).
+/// Logs as structured lines; RUST_LOG filters (default info). With LEVY_LOG_FORMAT=json, one JSON object per line
+/// (see [`json_logs`]).
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,sea_orm=warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).try_init();
+    if crate::config::Observability::from_env().json_logs {
+        let _ = json_logs(std::io::stderr).with_env_filter(filter).try_init();
+    } else {
+        let _ = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).try_init();
+    }
+}
+
+/// The JSON log format: one object per line, the event's fields at the top level beside `timestamp`, `level` and
+/// `message`, and the request's (`request_id`, `operation`, `method`, `path`) in `span`. A request's closing line
+/// (`handled`) has its `status` and `elapsed_us`.
+pub fn json_logs<W>(
+    writer: W,
+) -> tracing_subscriber::fmt::SubscriberBuilder<
+    tracing_subscriber::fmt::format::JsonFields,
+    tracing_subscriber::fmt::format::Format<tracing_subscriber::fmt::format::Json>,
+    tracing_subscriber::filter::LevelFilter,
+    W,
+>
+where
+    W: for<'a> tracing_subscriber::fmt::MakeWriter<'a> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt()
+        .json()
+        .flatten_event(true)
+        .with_current_span(true)
+        .with_span_list(false)
+        .with_target(false)
+        .with_writer(writer)
 }
 
 /// The rules, checked; `Err` after printing every diagnostic.
@@ -119,9 +147,18 @@ pub async fn serve(config: Config) -> Result<(), String> {
         AppState::with_plans(store.clone(), registry, plans, Clock::system(), config.limits.clone(), data_key)
             .with_x402(&config.x402)?
             .with_mpp(&config.mpp, config.public_url.as_deref())?
-            .with_billing(&config.billing)?,
+            .with_billing(&config.billing)?
+            .with_metrics_token(config.observability.metrics_token.as_deref()),
     );
     let endpoint = app(state.clone(), config.trust_forwarded_for);
+    if let Some(bind) = &config.observability.metrics_bind {
+        let listener =
+            tokio::net::TcpListener::bind(bind).await.map_err(|e| format!("cannot listen on {bind} (LEVY_METRICS_BIND): {e}"))?;
+        tracing::info!(bind = %bind, "metrics at /metrics");
+        let metrics = crate::api::operate::metrics_app(state.clone());
+        let timeout = config.limits.bounds.header_timeout;
+        tokio::spawn(accept_until_shutdown(listener, metrics, timeout, std::future::pending()));
+    }
     tokio::spawn(prune_counters(state));
     let backend = if config.database_url.starts_with("postgres") { "postgres" } else { "sqlite" };
     let listener = tokio::net::TcpListener::bind(&config.bind).await.map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;

@@ -149,7 +149,13 @@ impl BillingApi {
             return Err(ApiError::not_found(NO_CHECKOUT).into());
         }
         let items = checkout_items(body.parse(), &s.billing.prices)?;
-        let session = s.billing.create_checkout(&owner.entity, &items).await.map_err(|e| match e {
+        let session = s.billing.create_checkout(&owner.entity, &items).await;
+        s.metrics.checkout_session(match &session {
+            Ok(_) => "created",
+            Err(ProcessorError::Unavailable(_)) => "unavailable",
+            Err(ProcessorError::Refused(_)) => "refused",
+        });
+        let session = session.map_err(|e| match e {
             ProcessorError::Unavailable(detail) => {
                 tracing::warn!(error = %detail, "payment processor unavailable");
                 ApiError::new(
@@ -199,10 +205,17 @@ impl BillingApi {
         let header = req.headers().get("Stripe-Signature").and_then(|v| v.to_str().ok());
         let now_ms = s.clock.now_ms();
         if let Err(e) = stripe::verify(secret, header, &body.raw, now_ms.div_euclid(1000)) {
+            s.metrics.billing_event("refused");
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::WebhookSignatureInvalid, e.message()).into());
         }
-        let event = stripe::parse_event(body.value()?, &s.billing.prices).map_err(|e| ApiError::field("body", e))?;
+        let event = body.value().and_then(|v| stripe::parse_event(v, &s.billing.prices).map_err(|e| ApiError::field("body", e)));
+        let event = event.inspect_err(|_| s.metrics.billing_event("refused"))?;
         let applied = s.store.apply_billing_event(&event, now_ms).await.map_err(ApiError::from)?;
+        s.metrics.billing_event(match &applied {
+            Applied::Applied { .. } => "applied",
+            Applied::Nothing(_) => "ignored",
+            Applied::Duplicate => "duplicate",
+        });
         let (applied, duplicate, outcome) = match applied {
             Applied::Applied { entity_id, outcome } => (true, false, format!("{entity_id}: {outcome}")),
             Applied::Nothing(why) => (false, false, why),

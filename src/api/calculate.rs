@@ -170,29 +170,77 @@ impl CalculateApi {
         body: JsonBody<CalculateRequest>,
     ) -> Result<CalculateResponse, CalculateErrors> {
         let s = &self.0;
+        let (mode, result) = s.calculation(auth, req, &body).await;
+        s.metrics.calculation(mode, &outcome(&result));
+        if mode == "x402" || mode == "mpp" {
+            let (paid, reason) = match &result {
+                Ok(_) => ("paid", None),
+                Err(e) => match e.status.as_u16() {
+                    402 => ("refused", Some(e.payment_reason.as_deref().unwrap_or("other"))),
+                    503 => ("unavailable", None),
+                    429 => ("rate_limited", None),
+                    400..=499 => ("invalid", None),
+                    _ => ("error", None),
+                },
+            };
+            s.metrics.payment(mode, paid, reason);
+        }
+        result.map_err(Into::into)
+    }
+}
+
+/// The `outcome` label of a calculate call: `ok`, or its error code in lower case.
+fn outcome(result: &Result<CalculateResponse, ApiError>) -> String {
+    match result {
+        Ok(_) => "ok".into(),
+        Err(e) => poem_openapi::types::ToJSON::to_json(&e.code)
+            .and_then(|v| v.as_str().map(str::to_ascii_lowercase))
+            .unwrap_or_else(|| "internal".into()),
+    }
+}
+
+impl AppState {
+    /// A calculate call by whichever way it is paid: its mode (`demo`, `live`, `x402`, `mpp`) and its answer.
+    async fn calculation(
+        self: &Arc<Self>,
+        auth: KeyOrDemo,
+        req: &poem::Request,
+        body: &JsonBody<CalculateRequest>,
+    ) -> (&'static str, Result<CalculateResponse, ApiError>) {
+        let s = self;
         let Some(key) = auth.key() else {
             let idempotency_key = super::idempotency::header_text(req);
-            let paid = match (super::mpp::credential_header(req), super::paid::payment_header(req)) {
+            let (mode, paid) = match (super::mpp::credential_header(req), super::paid::payment_header(req)) {
                 (Some(credential), _) => {
-                    s.check_payment_attempt(&client_ip()).await?;
-                    s.mpp_calculation(req, &credential, idempotency_key.as_deref(), &body).await
+                    if let Err(e) = s.check_payment_attempt(&client_ip()).await {
+                        return ("mpp", Err(e));
+                    }
+                    ("mpp", s.mpp_calculation(req, &credential, idempotency_key.as_deref(), body).await)
                 }
                 (None, Some(payment)) => {
-                    s.check_payment_attempt(&client_ip()).await?;
-                    s.paid_calculation(req, payment, idempotency_key.as_deref(), &body).await
+                    if let Err(e) = s.check_payment_attempt(&client_ip()).await {
+                        return ("x402", Err(e));
+                    }
+                    ("x402", s.paid_calculation(req, payment, idempotency_key.as_deref(), body).await)
                 }
-                (None, None) => return Ok(s.demo_calculation(req, &body).await?),
+                (None, None) => return ("demo", s.demo_calculation(req, body).await),
             };
-            let text = paid?;
-            s.payment_taken(&client_ip()).await;
-            return Ok(CalculateResponse::Ok(JsonText::new(text)));
+            let result = match paid {
+                Ok(text) => {
+                    s.payment_taken(&client_ip()).await;
+                    Ok(CalculateResponse::Ok(JsonText::new(text)))
+                }
+                Err(e) => Err(e),
+            };
+            return (mode, result);
         };
-        match s.keyed_calculation(&key, super::idempotency::header_text(req).as_deref(), &body).await {
+        let result = match s.keyed_calculation(&key, super::idempotency::header_text(req).as_deref(), body).await {
             Ok(text) => Ok(CalculateResponse::Ok(JsonText::new(text))),
             // The key came from this instance's cache: a refusal that did not come from the ledger batch (which
             // checks the key) is a 401 if the key has been revoked meanwhile.
-            Err(e) => Err(s.recheck_key(&key, e).await.into()),
-        }
+            Err(e) => Err(s.recheck_key(&key, e).await),
+        };
+        ("live", result)
     }
 }
 

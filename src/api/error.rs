@@ -176,6 +176,8 @@ pub struct ApiError {
     pub accepts: Option<Vec<crate::payments::x402::PaymentRequirements>>,
     /// The MPP problem type of a refused credential.
     pub problem_type: Option<String>,
+    /// Why a payment was refused (x402's reason, MPP's problem), for the metrics (bounded there).
+    pub payment_reason: Option<String>,
 }
 
 impl ApiError {
@@ -189,6 +191,7 @@ impl ApiError {
             pay_per_call: None,
             accepts: None,
             problem_type: None,
+            payment_reason: None,
         }
     }
 

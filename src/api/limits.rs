@@ -12,6 +12,7 @@ use super::context::set_header;
 use super::error::{ApiError, ErrorCode, PayPerCallOffer, SignupBlock};
 use super::AppState;
 use crate::ledger::burst_call;
+use crate::metrics::Limit;
 use crate::plans::Plans;
 use crate::security::sha256_hex;
 
@@ -75,6 +76,7 @@ impl AppState {
         set_header("X-RateLimit-Remaining", (limit - count).max(0));
         set_header("X-RateLimit-Reset", reset / 1000);
         if count > limit {
+            self.metrics.limiter_refusal(Limit::Burst);
             set_header("Retry-After", ceil_seconds(reset - now_ms).max(1));
             return Err(burst_exceeded(limit));
         }
@@ -103,6 +105,7 @@ impl AppState {
         let (account, end) = self.count_in_window(&login_account(email), now, len, 1).await?;
         let (address, _) = self.count_in_window(&login_address(ip), now, len, 1).await?;
         if account > self.limits.login_failures_per_account || address > self.limits.login_failures_per_address {
+            self.metrics.limiter_refusal(Limit::Login);
             let minutes = self.limits.login_window_secs / 60;
             return Err(window_used_up(
                 now,
@@ -128,6 +131,9 @@ impl AppState {
         let now = self.clock.now_ms();
         let (day, day_end) = self.count_in_window(&format!("signup-day:{ip}"), now, DAY_MS, 1).await?;
         let (hour, hour_end) = self.count_in_window(&format!("signup-hour:{ip}"), now, HOUR_MS, 1).await?;
+        if day > self.limits.signups_per_day || hour > self.limits.signups_per_hour {
+            self.metrics.limiter_refusal(Limit::Signup);
+        }
         if day > self.limits.signups_per_day {
             return Err(window_used_up(
                 now,
@@ -160,6 +166,9 @@ impl AppState {
         set_header("X-RateLimit-Limit", limit);
         set_header("X-RateLimit-Remaining", (limit - per_day).max(0));
         set_header("X-RateLimit-Reset", (day + day_ms) / 1000);
+        if per_day > limit || per_minute > self.limits.demo_per_minute {
+            self.metrics.limiter_refusal(Limit::Demo);
+        }
         if per_day > limit {
             let mut e = ApiError::new(
                 StatusCode::PAYMENT_REQUIRED,
@@ -194,6 +203,7 @@ impl AppState {
         let (count, end) = self.count_in_window(&payment_attempts(ip), now, MINUTE_MS, 1).await?;
         let limit = self.limits.payment_failures_per_address;
         if count > limit {
+            self.metrics.limiter_refusal(Limit::Payment);
             return Err(window_used_up(
                 now,
                 end,
@@ -213,20 +223,21 @@ impl AppState {
     /// Counts a keyless POST /verify call for the client's address (every call, whatever its outcome), in a
     /// per-minute and a per-UTC-day window; past either, 429 RATE_LIMITED with Retry-After (the end of the window).
     pub async fn check_verify(&self, ip: &str) -> Result<(), ApiError> {
-        self.check_address("verify", "POST /verify", ip, self.limits.verify_per_minute, self.limits.verify_per_day).await
+        self.check_address(Limit::Verify, "POST /verify", ip, self.limits.verify_per_minute, self.limits.verify_per_day).await
     }
 
     /// Counts a keyless read of the network directory or feed for the client's address, as [`AppState::check_verify`]
     /// does for /verify (the two reads share one pair of windows).
     pub async fn check_network_read(&self, ip: &str) -> Result<(), ApiError> {
         let what = "the network directory and feed";
-        self.check_address("network", what, ip, self.limits.network_per_minute, self.limits.network_per_day).await
+        self.check_address(Limit::Network, what, ip, self.limits.network_per_minute, self.limits.network_per_day).await
     }
 
     /// Counts a call of a keyless endpoint for the client's address, in a per-minute and a per-UTC-day window named
     /// after `kind`; past either, 429 RATE_LIMITED with Retry-After (the end of the window). The X-RateLimit-*
     /// headers describe the daily window.
-    async fn check_address(&self, kind: &str, what: &str, ip: &str, per_minute_limit: i64, per_day_limit: i64) -> Result<(), ApiError> {
+    async fn check_address(&self, limit: Limit, what: &str, ip: &str, per_minute_limit: i64, per_day_limit: i64) -> Result<(), ApiError> {
+        let kind = limit.as_str();
         let now = self.clock.now_ms();
         let minute = now - now.rem_euclid(MINUTE_MS);
         let day = now - now.rem_euclid(DAY_MS);
@@ -235,6 +246,9 @@ impl AppState {
         set_header("X-RateLimit-Limit", per_day_limit);
         set_header("X-RateLimit-Remaining", (per_day_limit - per_day).max(0));
         set_header("X-RateLimit-Reset", (day + DAY_MS) / 1000);
+        if per_day > per_day_limit || per_minute > per_minute_limit {
+            self.metrics.limiter_refusal(limit);
+        }
         if per_day > per_day_limit {
             set_header("Retry-After", ceil_seconds(day + DAY_MS - now).max(1));
             return Err(ApiError::rate_limited(format!("{what} allows {per_day_limit} calls per UTC day from one address")));

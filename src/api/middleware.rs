@@ -30,6 +30,21 @@ pub struct Envelope<E> {
     pub body_budget: BodyBudget,
     /// Each operation's query parameters, from the OpenAPI document (any other is refused before the handler).
     pub queries: Arc<QueryParameters>,
+    /// Every request is counted and timed here, by operation.
+    pub metrics: Arc<crate::metrics::Metrics>,
+}
+
+/// The name of a route outside the OpenAPI document, for the metrics and logs (`unmatched` for any path no route
+/// answers: never the path itself).
+fn undocumented_operation(path: &str) -> &'static str {
+    match path {
+        "/metrics" => "metrics",
+        "/livez" => "livez",
+        "/readyz" => "readyz",
+        "/api/v1/openapi.json" => "openapi",
+        _ if path == "/docs" || path.starts_with("/docs/") => "docs",
+        _ => "unmatched",
+    }
 }
 
 fn valid_request_id(v: &str) -> bool {
@@ -109,7 +124,7 @@ fn from_status(status: StatusCode, detail: &str) -> ApiError {
     }
 }
 
-fn envelope_response(err: &ApiError) -> Response {
+pub(crate) fn envelope_response(err: &ApiError) -> Response {
     poem::web::Json(serde_json::to_value(poem_openapi::types::ToJSON::to_json(&err.envelope())).unwrap_or_default())
         .with_status(err.status)
         .into_response()
@@ -133,11 +148,13 @@ impl<E: Endpoint> Endpoint for Envelope<E> {
             client_ip: self.client_ip(&req),
             extra_headers: Mutex::new(Vec::new()),
         });
-        let span = tracing::info_span!("request", request_id = %request_id, method = %method, path = %path);
+        let found = self.queries.find(&method, &path);
+        let operation = found.map_or_else(|| undocumented_operation(&path), |op| op.id());
+        let span = tracing::info_span!("request", request_id = %request_id, operation = %operation, method = %method, path = %path);
         let started = Instant::now();
         let mut resp = context::scope(ctx.clone(), async {
             // A query parameter the operation does not document ends the request here, before any of its effects.
-            if let Err(e) = self.queries.check(&method, &path, query.as_deref()) {
+            if let Err(e) = QueryParameters::check_operation(found, query.as_deref()) {
                 return envelope_response(&e);
             }
             let limit = self.bounds.request_timeout;
@@ -169,8 +186,10 @@ impl<E: Endpoint> Endpoint for Envelope<E> {
         if let Ok(v) = HeaderValue::from_str(&request_id) {
             resp.headers_mut().insert("x-request-id", v);
         }
+        let elapsed = started.elapsed();
+        self.metrics.http_request(operation, &method, resp.status().as_u16(), elapsed);
         let _enter = span.enter();
-        tracing::info!(status = resp.status().as_u16(), elapsed_us = started.elapsed().as_micros() as u64, "handled");
+        tracing::info!(status = resp.status().as_u16(), elapsed_us = elapsed.as_micros() as u64, "handled");
         Ok(resp)
     }
 }

@@ -24,6 +24,7 @@ mod ledger;
 mod mpp;
 mod network;
 mod nexus;
+pub mod operate;
 mod paid;
 mod partners;
 pub mod pricing;
@@ -70,6 +71,10 @@ pub struct AppState {
     pub mpp: Option<crate::payments::mpp::Mpp>,
     /// The public base URL (LEVY_PUBLIC_URL), without a final `/`; `None`: taken from each request's Host.
     pub public_url: Option<String>,
+    /// This instance's metrics (`GET /metrics`).
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// The bearer token that opens `/metrics` on this port; `None`: `/metrics` is not served here (404).
+    pub metrics_token: Option<String>,
 }
 
 impl AppState {
@@ -89,7 +94,14 @@ impl AppState {
         limits: Limits,
         data_key: DataKey,
     ) -> AppState {
-        let ledger = Arc::new(Ledger::new(store.clone(), registry.clone(), plans.clone(), limits.burst_per_minute));
+        let backend = match store.backend() {
+            sea_orm::DbBackend::Postgres => "postgres",
+            sea_orm::DbBackend::Sqlite => "sqlite",
+            sea_orm::DbBackend::MySql => "mysql",
+        };
+        let jurisdictions = registry.all_jurisdictions().count();
+        let metrics = Arc::new(crate::metrics::Metrics::new(&registry.version, &registry.engine_version, jurisdictions, backend));
+        let ledger = Arc::new(Ledger::new(store.clone(), registry.clone(), plans.clone(), limits.burst_per_minute, metrics.clone()));
         let plans_for_billing = plans.clone();
         AppState {
             store,
@@ -108,7 +120,15 @@ impl AppState {
             ),
             mpp: None,
             public_url: None,
+            metrics,
+            metrics_token: None,
         }
+    }
+
+    /// The state with `/metrics` opened on the public port by a bearer token, if `token` is one.
+    pub fn with_metrics_token(mut self, token: Option<&str>) -> AppState {
+        self.metrics_token = token.map(str::to_string);
+        self
     }
 
     /// The state with x402 configured as `settings` say (off without a payee), at the plans' pay-per-call price.
@@ -141,6 +161,9 @@ impl AppState {
         let answer = self.ledger.record(job).await;
         if let Some(count) = answer.burst {
             self.burst_verdict(now_ms, count)?;
+        }
+        if matches!(answer.result, Err(crate::ledger::Refusal::AllowanceUsedUp(_))) {
+            self.metrics.limiter_refusal(crate::metrics::Limit::Monthly);
         }
         answer.result.map_err(ApiError::from)
     }
@@ -340,7 +363,7 @@ pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Out
     let queries = Arc::new(query::QueryParameters::from_spec(&spec));
     let docs = service.swagger_ui();
     let spec_text = Arc::new(spec);
-    let route = Route::new()
+    let route = operate::routes(Route::new(), state.clone())
         .nest("/", service)
         .nest("/docs", docs)
         .at(
@@ -351,5 +374,6 @@ pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Out
         )
         .with(poem::middleware::CatchPanic::new());
     let body_budget = payload::BodyBudget::new(&bounds);
-    middleware::Envelope { inner: route.map_to_response(), allow, trust_forwarded_for, bounds, body_budget, queries }
+    let metrics = state.metrics.clone();
+    middleware::Envelope { inner: route.map_to_response(), allow, trust_forwarded_for, bounds, body_budget, queries, metrics }
 }

@@ -84,6 +84,7 @@ impl AppState {
     /// on, and the signup block; with x402 off, the 402 says so.
     pub fn payment_required(&self, req: &poem::Request, message: impl Into<String>, reason: &str) -> ApiError {
         let mut e = ApiError::new(StatusCode::PAYMENT_REQUIRED, ErrorCode::PaymentRequired, message);
+        e.payment_reason = Some(reason.to_string());
         self.offer_x402(&mut e, req, reason);
         e
     }

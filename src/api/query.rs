@@ -12,12 +12,20 @@ use crate::rules::diag::did_you_mean;
 
 const METHODS: &[&str] = &["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
-/// One documented operation: its method, its path split into segments (`None` for a `{parameter}`), and the
-/// query parameters it names.
-struct Operation {
+/// One documented operation: its method, its path split into segments (`None` for a `{parameter}`), the
+/// query parameters it names, and its operationId (else its path template), which names it in the metrics and logs.
+pub struct Operation {
     method: String,
     segments: Vec<Option<String>>,
     names: BTreeSet<String>,
+    id: String,
+}
+
+impl Operation {
+    /// The operationId, else the path template: never the request's own path.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
 }
 
 /// The query parameters of every operation of a document.
@@ -41,7 +49,8 @@ impl QueryParameters {
                     .filter(|p| p.get("in").and_then(Value::as_str) == Some("query"))
                     .filter_map(|p| p.get("name").and_then(Value::as_str).map(str::to_string))
                     .collect();
-                operations.push(Operation { method: method.to_ascii_uppercase(), segments: Vec::clone(&segments), names });
+                let id = op.get("operationId").and_then(Value::as_str).unwrap_or(path).to_string();
+                operations.push(Operation { method: method.to_ascii_uppercase(), segments: Vec::clone(&segments), names, id });
             }
         }
         QueryParameters { operations }
@@ -50,20 +59,31 @@ impl QueryParameters {
     /// The query parameters an operation takes; `None` when no documented operation answers the method and path
     /// (the router's 404 or 405 will).
     pub fn of(&self, method: &str, path: &str) -> Option<&BTreeSet<String>> {
+        self.find(method, path).map(|op| &op.names)
+    }
+
+    /// The documented operation that answers the method and path: of those whose template matches, the one with
+    /// the most fixed segments (`/keys/current` before `/keys/{id}`), as the router chooses.
+    pub fn find(&self, method: &str, path: &str) -> Option<&Operation> {
         let parts: Vec<&str> = path.split('/').collect();
         self.operations
             .iter()
-            .find(|op| {
+            .filter(|op| {
                 op.method.eq_ignore_ascii_case(method)
                     && op.segments.len() == parts.len()
                     && op.segments.iter().zip(&parts).all(|(s, p)| s.as_deref().map_or(!p.is_empty(), |s| s == *p))
             })
-            .map(|op| &op.names)
+            .max_by_key(|op| op.segments.iter().filter(|s| s.is_some()).count())
     }
 
     /// `Err` naming every query parameter of the request that its operation does not document.
     pub fn check(&self, method: &str, path: &str, query: Option<&str>) -> Result<(), ApiError> {
-        let (Some(query), Some(known)) = (query, self.of(method, path)) else { return Ok(()) };
+        QueryParameters::check_operation(self.find(method, path), query)
+    }
+
+    /// [`QueryParameters::check`] for the operation already found.
+    pub fn check_operation(operation: Option<&Operation>, query: Option<&str>) -> Result<(), ApiError> {
+        let (Some(query), Some(known)) = (query, operation.map(|op| &op.names)) else { return Ok(()) };
         let mut errors: Vec<String> = Vec::new();
         let mut seen = BTreeSet::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {

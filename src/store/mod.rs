@@ -200,6 +200,14 @@ pub(crate) fn quoted(names: &[&str]) -> String {
     names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
 }
 
+/// A pool's connections at one moment.
+pub struct PoolReading {
+    /// `main`, or `writer` (SQLite's writer pool of one).
+    pub pool: &'static str,
+    pub in_use: i64,
+    pub idle: i64,
+}
+
 #[derive(Clone)]
 pub struct Store {
     /// Reads, and writes that are not on a hot path.
@@ -280,6 +288,38 @@ impl Store {
     /// is parsed against a schema that an earlier statement, on another connection, has changed since.
     pub async fn migrate(&self) -> Result<(), StoreError> {
         Migrator::up(&self.writer, None).await.map_err(StoreError::from)
+    }
+
+    /// Migrations of this build not yet applied to the database (read only: unlike sea-orm's own status, which
+    /// creates its table first, this never writes, so a readiness probe can ask it every few seconds).
+    pub async fn pending_migrations(&self) -> Result<usize, StoreError> {
+        let sql = Statement::from_string(self.backend(), "SELECT version FROM seaql_migrations");
+        let rows = self.db.query_all(sql).await?;
+        let applied: std::collections::HashSet<String> = rows.iter().filter_map(|r| r.try_get::<String>("", "version").ok()).collect();
+        Ok(Migrator::migrations().iter().filter(|m| !applied.contains(m.name())).count())
+    }
+
+    /// The pools' connections now: in use and idle, for the main pool and (SQLite) the writer of one.
+    pub fn pool_readings(&self) -> Vec<PoolReading> {
+        let reading = |pool: &'static str, db: &DatabaseConnection| {
+            let (size, idle) = match db {
+                DatabaseConnection::SqlxPostgresPoolConnection(_) => {
+                    let p = db.get_postgres_connection_pool();
+                    (p.size(), p.num_idle())
+                }
+                DatabaseConnection::SqlxSqlitePoolConnection(_) => {
+                    let p = db.get_sqlite_connection_pool();
+                    (p.size(), p.num_idle())
+                }
+                _ => (0, 0),
+            };
+            PoolReading { pool, in_use: i64::from(size).saturating_sub(idle as i64).max(0), idle: idle as i64 }
+        };
+        let mut out = vec![reading("main", &self.db)];
+        if self.backend() == DbBackend::Sqlite && self.checkpoints.is_some() {
+            out.push(reading("writer", &self.writer));
+        }
+        out
     }
 
     /// One round trip, for the health check.

@@ -213,6 +213,7 @@ async fn checkout_creates_a_subscription_session(backend: Backend) {
     assert_eq!(field(bundle, "line_items[1][price]"), Some("price_gains_pro"));
     assert_eq!(field(bundle, "metadata[tax_tier]"), Some("starter"));
     assert_eq!(field(bundle, "metadata[gains_tier]"), Some("pro"));
+    assert_eq!(app.metric("levy_checkout_sessions_total", &[("outcome", "created")]), 2.0);
 
     // The pricing document publishes this server's price ids (the tax product's), null where none is set.
     let p = app.get("/api/v1/pricing", None).await;
@@ -277,6 +278,7 @@ async fn processor_down_or_refusing(backend: Backend) {
     let r = app.post("/api/v1/checkout", Some(&a.key), &json!({"product": "tax", "tier": "pro"})).await;
     assert_eq!((r.status, r.code()), (503, "DB_UNAVAILABLE"), "{}", r.text);
     assert!(r.json["error"].as_str().unwrap().contains("payment processor did not answer; nothing was bought"));
+    assert_eq!(app.metric("levy_checkout_sessions_total", &[("outcome", "unavailable")]), 1.0);
 
     // A price the processor does not know: the configuration is at fault, a 500 (details in the server's log).
     let processor = Processor::start();
@@ -285,6 +287,8 @@ async fn processor_down_or_refusing(backend: Backend) {
     let r = app.post("/api/v1/checkout", Some(&a.key), &json!({"product": "tax", "tier": "pro"})).await;
     assert_eq!((r.status, r.code()), (500, "INTERNAL"), "{}", r.text);
     assert_eq!(processor.forms().len(), 1);
+    assert_eq!(app.metric("levy_checkout_sessions_total", &[("outcome", "refused")]), 1.0);
+    assert_eq!(app.metric("levy_checkout_sessions_total", &[("outcome", "created")]), 0.0);
 }
 
 async fn checkout_and_events_move_an_account_free_to_growth_and_back(backend: Backend) {
@@ -395,6 +399,9 @@ async fn forged_stale_and_malformed_events_change_nothing(backend: Backend) {
     let junk = json!({"hello": "world"}).to_string();
     let r = deliver_signed(&app, &junk, &sign(WEBHOOK_SECRET, t, junk.as_bytes())).await;
     assert_eq!((r.status, r.errors()), (400, vec!["body: the event has no id".to_string()]), "{}", r.text);
+    // The metrics: 7 bad signatures and the junk body refused, the one good event applied.
+    assert_eq!(app.metric("levy_billing_events_total", &[("outcome", "refused")]), 8.0);
+    assert_eq!(app.metric("levy_billing_events_total", &[("outcome", "applied")]), 1.0);
 }
 
 async fn a_failed_payment_keeps_the_plan_through_the_grace_period(backend: Backend) {

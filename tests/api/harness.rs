@@ -299,6 +299,26 @@ impl TestApp {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 
+    /// The value of one series of the instance's metrics (as `GET /metrics` renders them): the sample `name` whose
+    /// labels include `labels`, 0 when none is counted yet.
+    pub fn metric(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let text = self.state.metrics.render(&self.state.store.pool_readings());
+        let wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+        let found: Vec<f64> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.rsplit_once(' '))
+            .filter(|(series, _)| {
+                let (n, rest) = series.split_once('{').unwrap_or((series, ""));
+                let have: Vec<&str> = rest.trim_end_matches('}').split(',').collect();
+                n == name && wanted.iter().all(|w| have.contains(&w.as_str()))
+            })
+            .map(|(_, v)| v.parse().unwrap())
+            .collect();
+        assert!(found.len() <= 1, "{name} {labels:?} matches several series:\n{text}");
+        found.first().copied().unwrap_or(0.0)
+    }
+
     /// Rows in the account's ledger, read straight from the database.
     pub async fn ledger_rows(&self, entity_id: &str) -> usize {
         use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};

@@ -277,6 +277,19 @@ async fn refused_credentials_record_nothing(backend: Backend) {
     assert_eq!(stripe.calls().await, 2, "only the declined and the unauthenticated card reached Stripe");
     assert_eq!(claims(&app).await, 0);
     assert_eq!(ledger_rows(&app).await, 0);
+
+    // The metrics: 6 refusals, each under its problem.
+    assert_eq!(app.metric("levy_payments_total", &[("method", "mpp"), ("outcome", "refused")]), 6.0);
+    for problem in [
+        "invalid-challenge",
+        "payment-insufficient",
+        "malformed-credential",
+        "verification-failed",
+        "payment-action-required",
+        "payment-expired",
+    ] {
+        assert_eq!(app.metric("levy_payment_refusals_total", &[("method", "mpp"), ("reason", problem)]), 1.0, "{problem}");
+    }
 }
 
 async fn processor_down_is_503_and_records_nothing(backend: Backend) {
@@ -297,6 +310,8 @@ async fn processor_down_is_503_and_records_nothing(backend: Backend) {
     let r = paid(&up, &authorization, Some("down-1"), &sale()).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(stripe.succeeded().await, 1);
+    assert_eq!(app.metric("levy_payments_total", &[("method", "mpp"), ("outcome", "unavailable")]), 1.0);
+    assert_eq!(up.metric("levy_payments_total", &[("method", "mpp"), ("outcome", "paid")]), 1.0);
 }
 
 async fn idempotent_replay_returns_the_stored_answer_and_receipt(backend: Backend) {

@@ -250,6 +250,21 @@ async fn refused_payments_record_nothing(backend: Backend) {
     assert_eq!(payments_held(&app).await, 0);
     use sea_orm::{EntityTrait, PaginatorTrait};
     assert_eq!(levy::store::entity::transaction::Entity::find().count(&app.state.store.db).await.unwrap(), 0);
+
+    // The metrics: 5 refusals, each under its reason; the challenge was a demo call.
+    assert_eq!(app.metric("levy_payments_total", &[("method", "x402"), ("outcome", "refused")]), 5.0);
+    assert_eq!(app.metric("levy_payments_total", &[("method", "x402"), ("outcome", "paid")]), 0.0);
+    for reason in [
+        "invalid_exact_evm_payload_authorization_value",
+        "invalid_exact_evm_payload_recipient_mismatch",
+        "invalid_exact_evm_payload_signature",
+        "invalid_payload",
+        "invalid_exact_evm_payload_authorization_valid_before",
+    ] {
+        assert_eq!(app.metric("levy_payment_refusals_total", &[("method", "x402"), ("reason", reason)]), 1.0, "{reason}");
+    }
+    assert_eq!(app.metric("levy_calculations_total", &[("mode", "x402"), ("outcome", "payment_required")]), 5.0);
+    assert_eq!(app.metric("levy_calculations_total", &[("mode", "demo"), ("outcome", "payment_required")]), 1.0);
 }
 
 async fn facilitator_down_is_503_and_records_nothing(backend: Backend) {
@@ -271,6 +286,9 @@ async fn facilitator_down_is_503_and_records_nothing(backend: Backend) {
     let r = paid(&up, &header, Some("down-1")).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(f.settlements().await.len(), 1);
+    assert_eq!(app.metric("levy_payments_total", &[("method", "x402"), ("outcome", "unavailable")]), 1.0);
+    assert_eq!(up.metric("levy_payments_total", &[("method", "x402"), ("outcome", "paid")]), 1.0);
+    assert_eq!(up.metric("levy_calculations_total", &[("mode", "x402"), ("outcome", "ok")]), 1.0);
 }
 
 async fn idempotent_replay_returns_the_stored_answer_and_receipt(backend: Backend) {
