@@ -3,7 +3,7 @@
 //! fed mutations of real inputs: the files of rules/, the scenario cases' requests, and the committed corpus in
 //! tests/fuzz/ (edge cases, and any input that once failed). Nothing may panic or hang; HTTP never answers 500.
 //!
-//! Each target runs for LEVY_FUZZ_SECONDS (default 3; `.ci/run` gives each 15 s) with a random seed,
+//! Each target runs for LEVY_FUZZ_SECONDS (default 3; `.ci/run` gives each 6 s) with a random seed,
 //! printed first; a failure prints its input, shrunk. Add it to tests/fuzz/ so that it is tried every run.
 
 mod common;
