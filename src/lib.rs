@@ -11,6 +11,7 @@ pub mod config;
 pub mod engine;
 pub mod gains;
 pub mod ledger;
+pub mod mcp;
 pub mod metrics;
 pub mod partners;
 pub mod payments;

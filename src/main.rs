@@ -38,6 +38,13 @@ enum Command {
     },
     /// Print the OpenAPI document.
     Openapi,
+    /// levy's tools for an agent over MCP on stdio: each tool call is made to the levy server at --url (LEVY_URL)
+    /// with the API key in LEVY_API_KEY (none: the demo and the free tools).
+    Mcp {
+        /// The levy server's base URL (overrides LEVY_URL; default http://127.0.0.1:8080).
+        #[arg(long)]
+        url: Option<String>,
+    },
     /// The operator's account commands: set a plan without a payment processor, list accounts, export usage.
     Accounts {
         /// Database URL (overrides DATABASE_URL).
@@ -247,6 +254,7 @@ fn main() -> ExitCode {
         Some(Command::Serve { bind, database_url, rules }) => serve(bind, database_url, rules),
         Some(Command::Migrate { database_url }) => migrate(database_url),
         Some(Command::Openapi) => openapi(),
+        Some(Command::Mcp { url }) => mcp(url),
         Some(Command::Accounts { database_url, command }) => accounts(database_url, command),
         Some(Command::Partners { database_url, command }) => partners(database_url, command),
         Some(Command::Rules { command }) => match command {
@@ -373,6 +381,23 @@ fn partners(database_url: Option<String>, command: PartnersCommand) -> u8 {
             println!("{text}");
             0
         }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+fn mcp(url: Option<String>) -> u8 {
+    let url = url.or_else(|| std::env::var("LEVY_URL").ok()).unwrap_or_else(|| "http://127.0.0.1:8080".into());
+    let config = levy::config::Config::from_env();
+    let Some(rt) = runtime() else { return 1 };
+    let served = rt.block_on(async {
+        let state = levy::server::offline_state(&config).await?;
+        levy::mcp::stdio::serve(&levy::api::openapi_json(state), &url, std::env::var("LEVY_API_KEY").ok()).await
+    });
+    match served {
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("error: {e}");
             1

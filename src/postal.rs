@@ -43,10 +43,9 @@ fn parse(text: &str) -> Result<Vec<PrefixRange>, String> {
 
 /// Whether `s` is a ZIP Code: five ASCII digits, or ZIP+4 (five digits, `-`, four).
 pub fn is_zip(s: &str) -> bool {
-    let digits = |t: &str, n: usize| t.len() == n && t.bytes().all(|b| b.is_ascii_digit());
     match s.split_once('-') {
-        Some((five, four)) => digits(five, 5) && digits(four, 4),
-        None => digits(s, 5),
+        Some((five, four)) => crate::rules::geo::is_zip(five) && four.len() == 4 && four.bytes().all(|b| b.is_ascii_digit()),
+        None => crate::rules::geo::is_zip(s),
     }
 }
 

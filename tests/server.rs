@@ -183,3 +183,115 @@ async fn slow_or_oversized_headers_are_cut_off() {
     let reply = server.exchange(b"GET /api/v1/health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").await.unwrap();
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
 }
+
+/// The Python of the venv holding the official MCP client library (LEVY_MCP_VENV, default target/mcp-venv; .ci/run
+/// creates it). `None`, with the reason printed, when it is missing outside CI; in CI (CI set) a missing venv fails.
+fn mcp_python() -> Option<String> {
+    let venv = std::env::var("LEVY_MCP_VENV").unwrap_or_else(|_| format!("{}/target/mcp-venv", env!("CARGO_MANIFEST_DIR")));
+    let python = format!("{venv}/bin/python");
+    let has_client =
+        std::path::Path::new(&python).exists() && Command::new(&python).args(["-c", "import mcp"]).status().is_ok_and(|s| s.success());
+    if !has_client {
+        let how = format!("python3 -m venv {venv} && {venv}/bin/pip install 'mcp==2.3.0' (as .ci/run does)");
+        assert!(std::env::var("CI").is_err(), "the MCP tests need the MCP client library at {venv}: {how}");
+        eprintln!("SKIPPED: no MCP client library at {venv}: {how}");
+        return None;
+    }
+    Some(python)
+}
+
+/// The fields of a keyed calculate answer that are the call's own: its ledger row, its time, and the counterparty's
+/// running 1099 total (each call adds 1,000, so the second reaches the 2,000 threshold and says so in an advisory).
+const CALL_FIELDS: &[&str] = &["transaction_id", "timestamp", "tracking_1099", "advisories"];
+
+/// The tools as an agent meets them through the official MCP client (tests/mcp/client.py): over streamable HTTP at
+/// /mcp and over stdio from `levy mcp`, listed, each called, and the answers the REST API's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_tools_answer_through_the_official_client_over_http_and_stdio() {
+    let Some(python) = mcp_python() else { return };
+    let server = Server::start(&[]).await;
+    let base = format!("http://{}", server.addr);
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .args([concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/client.py"), &base, env!("CARGO_BIN_EXE_levy")])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    // Every tool of src/mcp/tools.rs, in order, annotated by what it does, described for a model.
+    let names: Vec<&str> = seen["http"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, levy::mcp::tools::TOOLS.iter().map(|t| t.name).collect::<Vec<_>>());
+    assert_eq!(names.len(), 18);
+    for tool in seen["http"]["tools"].as_array().unwrap() {
+        let spec = levy::mcp::tools::TOOLS.iter().find(|t| t.name == tool["name"]).unwrap();
+        let reads = spec.effect == levy::mcp::tools::Effect::Reads;
+        assert_eq!(tool["read_only"], reads, "{tool}");
+        assert_eq!(tool["destructive"], spec.effect == levy::mcp::tools::Effect::Replaces, "{tool}");
+        assert_eq!(tool["described"], true, "{tool}");
+    }
+    for name in ["get_nexus", "get_local_rate", "list_transactions"] {
+        assert!(levy::mcp::tools::TOOLS.iter().any(|t| t.name == name && t.effect == levy::mcp::tools::Effect::Reads));
+    }
+    // Each tool's input schema is its operation's request schema, as the client compared them with the document.
+    let equal = seen["http"]["schemas_equal"].as_object().unwrap();
+    assert_eq!(equal.len(), 18);
+    assert!(equal.values().all(|v| v == true), "{equal:?}");
+
+    // 1,000 of SaaS into Austin 78701 with nexus in TX: 80% taxed at 6.25% + 1% + 1% = 1000 × 0.8 × 0.0825 = 66.00, the
+    // REST answer's figures, over both transports.
+    let rest: serde_json::Value = serde_json::from_str(seen["rest_calculate"].as_str().unwrap()).unwrap();
+    assert_eq!(rest["total_tax"].to_string(), "66.00");
+    for transport in ["http", "stdio"] {
+        let calc = &seen[transport]["calculate"];
+        assert_eq!(calc["is_error"], false, "{calc}");
+        let body: serde_json::Value = serde_json::from_str(calc["text"].as_str().unwrap()).unwrap();
+        assert_eq!(body["total_tax"].to_string(), "66.00", "{transport}");
+        let (mut body_rest, mut body_tool) = (rest.clone(), body.clone());
+        for differs in CALL_FIELDS {
+            body_rest.as_object_mut().unwrap().remove(*differs);
+            body_tool.as_object_mut().unwrap().remove(*differs);
+        }
+        let differing: Vec<&String> =
+            body_rest.as_object().unwrap().keys().filter(|k| body_rest[k.as_str()] != body_tool[k.as_str()]).collect();
+        assert!(differing.is_empty(), "{transport}: {differing:?}");
+        assert_eq!(body_tool, body_rest, "{transport}");
+        assert_eq!(calc["structured"]["total_tax"], body["total_tax"].as_f64().unwrap(), "{transport}");
+    }
+
+    // Every tool is callable with its arguments, and answers.
+    let calls = seen["http"]["calls"].as_object().unwrap();
+    assert_eq!(calls.len(), 18);
+    for (name, call) in calls {
+        assert_eq!(call["is_error"], false, "{name}: {}", call["text"]);
+    }
+    // Austin: 6.25% state + 1% city + 1% transit authority.
+    assert_eq!(calls["get_local_rate"]["structured"]["combined_rate"].to_string(), "0.0825");
+    assert_eq!(calls["verify_rates"]["structured"]["matches"], serde_json::json!(["TX"]));
+    assert_eq!(calls["configure_nexus"]["structured"]["states_with_nexus"], serde_json::json!(["TX"]));
+    assert_eq!(calls["get_nexus"]["structured"]["nexus"]["TX"]["hasNexus"], true);
+
+    // A caller's mistake is a tool error carrying the API's envelope and its field errors, never a transport failure.
+    let malformed = &seen["http"]["malformed"];
+    assert_eq!(malformed["is_error"], true);
+    assert_eq!(malformed["structured"]["code"], "INVALID_INPUT");
+    let errors: Vec<&str> = malformed["structured"]["errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
+    assert!(errors.iter().any(|e| e.starts_with("amount:")), "{errors:?}");
+    assert!(errors.iter().any(|e| e.starts_with("buyer_state:")), "{errors:?}");
+    assert_eq!(seen["http"]["unknown_tool"]["structured"]["code"], "RESOURCE_NOT_FOUND");
+
+    // Without a key: a keyed tool is the API's 401 envelope; a free one answers.
+    for keyless in [&seen["http_keyless"], &seen["stdio_keyless"]] {
+        assert_eq!(keyless["get_nexus"]["is_error"], true, "{keyless}");
+        assert_eq!(keyless["get_nexus"]["structured"]["code"], "UNAUTHORIZED", "{keyless}");
+    }
+    assert_eq!(seen["http_keyless"]["get_local_rate"]["is_error"], false);
+    // A levy server that does not answer: a tool error naming it, in the envelope.
+    let unreachable = &seen["stdio_unreachable"]["check_health"];
+    assert_eq!(unreachable["is_error"], true);
+    assert_eq!(unreachable["structured"]["code"], "DB_UNAVAILABLE");
+    assert!(unreachable["structured"]["error"].as_str().unwrap().contains("http://127.0.0.1:9"), "{unreachable}");
+}

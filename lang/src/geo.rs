@@ -59,6 +59,12 @@ impl Geo {
         &mut list[pos].1
     }
 
+    /// The first state `zip` is in when `state` is not one of them (a ZIP code entered under the wrong state).
+    pub fn other_state(&self, zip: &str, state: usize) -> Option<usize> {
+        let states = self.states(zip);
+        states.first().copied().filter(|_| !states.contains(&state))
+    }
+
     pub fn has_county(&self, state: usize, fips: u16) -> bool {
         self.county_names.contains_key(&(state, fips))
     }

@@ -297,8 +297,8 @@ fn zip_note(zip: &str, v: &Node, state: usize, geo: &Geo, key_span: &Span, d: &m
         d.push(Diagnostic::error("R102", Some(&v.span), format!("zip `{zip}` has an empty `split`")));
         return None;
     }
-    if let Some(other) = geo.states(zip).first().filter(|_| !geo.states(zip).contains(&state)) {
-        d.push(Diagnostic::error("R602", Some(key_span), format!("zip `{zip}` is in {}, not {}", STATES[*other], STATES[state])));
+    if let Some(other) = geo.other_state(zip, state) {
+        d.push(Diagnostic::error("R602", Some(key_span), format!("zip `{zip}` is in {}, not {}", STATES[other], STATES[state])));
         return None;
     }
     Some(ZipNote {
@@ -377,8 +377,8 @@ fn boundary_rows(
             d.push(Diagnostic::error("R601", Some(&r.span(0)), format!("`{zip}` is not a 5-digit zip code")));
             continue;
         }
-        if let Some(other) = geo.states(zip).first().filter(|_| !geo.states(zip).contains(&state)) {
-            d.push(Diagnostic::error("R602", Some(&r.span(0)), format!("zip `{zip}` is in {}, not {}", STATES[*other], STATES[state])));
+        if let Some(other) = geo.other_state(zip, state) {
+            d.push(Diagnostic::error("R602", Some(&r.span(0)), format!("zip `{zip}` is in {}, not {}", STATES[other], STATES[state])));
             continue;
         }
         let plus4 = match r.field(1) {

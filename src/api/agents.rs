@@ -312,6 +312,23 @@ pub fn guide(doc: &str, state: &AppState) -> String {
         line(&format!("  statuses: {}", op.statuses.join(", ")));
     }
     line("");
+    line("MCP (Model Context Protocol): the same operations as tools");
+    line("  Streamable HTTP at $LEVY/mcp (stateless; JSON answers), with the credentials REST takes (X-API-Key or Authorization:");
+    line("  Bearer); without them, the demo and the free tools. Or on stdio, for a desktop agent: `levy mcp --url $LEVY` with");
+    line("  LEVY_API_KEY in its environment. A tool's arguments are its operation's JSON body, or its query parameters; its");
+    line("  result is the operation's answer; any other status is a tool error whose content is the envelope below.");
+    let ops = operations(&doc);
+    for tool in crate::mcp::tools::TOOLS {
+        if let Some(op) = ops.iter().find(|o| o.id == tool.operation) {
+            let effect = match tool.effect {
+                crate::mcp::tools::Effect::Reads => "read-only",
+                crate::mcp::tools::Effect::Records => "records",
+                crate::mcp::tools::Effect::Replaces => "replaces settings",
+            };
+            line(&format!("  {:<24} {} {}  [{effect}]", tool.name, op.method, op.path));
+        }
+    }
+    line("");
     line("LIMITS");
     line(&format!(
         "  Per API key: {} calls per 60 seconds (X-RateLimit-Limit, -Remaining, -Reset describe this window); past it, 429",

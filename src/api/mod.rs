@@ -308,7 +308,7 @@ fn document(service: &OpenApiService<Apis, ()>) -> String {
 }
 
 /// The component schemas `schema` refers to, directly or through others.
-fn collect_refs(doc: &serde_json::Value, schema: &serde_json::Value, out: &mut Vec<String>) {
+pub fn collect_refs(doc: &serde_json::Value, schema: &serde_json::Value, out: &mut Vec<String>) {
     match schema {
         serde_json::Value::Object(map) => {
             if let Some(name) = map.get("$ref").and_then(|r| r.as_str()).and_then(|r| r.strip_prefix("#/components/schemas/")) {
@@ -362,6 +362,7 @@ pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Out
     let allow = Arc::new(allowed_methods(&spec));
     let queries = Arc::new(query::QueryParameters::from_spec(&spec));
     let docs = service.swagger_ui();
+    let spec_for_tools = spec.clone();
     let spec_text = Arc::new(spec);
     let route = operate::routes(Route::new(), state.clone())
         .nest("/", service)
@@ -375,5 +376,9 @@ pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Out
         .with(poem::middleware::CatchPanic::new());
     let body_budget = payload::BodyBudget::new(&bounds);
     let metrics = state.metrics.clone();
-    middleware::Envelope { inner: route.map_to_response(), allow, trust_forwarded_for, bounds, body_budget, queries, metrics }
+    let rest = middleware::Envelope { inner: route.map_to_response(), allow, trust_forwarded_for, bounds, body_budget, queries, metrics };
+    // MCP's tools are REST calls made in-process through the same envelope (src/mcp/).
+    let rest = Arc::new(rest.boxed());
+    let mcp = crate::mcp::http::endpoint(rest.clone(), &spec_for_tools, state.public_url.as_deref(), bounds.max_body_bytes);
+    Route::new().at("/mcp", mcp).nest("/", rest)
 }

@@ -20,6 +20,7 @@ mod idempotency;
 mod ingest;
 mod limits;
 mod listing;
+mod mcp;
 mod metrics;
 mod migrations;
 mod mpp;
