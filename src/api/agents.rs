@@ -317,6 +317,9 @@ pub fn guide(doc: &str, state: &AppState) -> String {
     line("  Bearer); without them, the demo and the free tools. Or on stdio, for a desktop agent: `levy mcp --url $LEVY` with");
     line("  LEVY_API_KEY in its environment. A tool's arguments are its operation's JSON body, or its query parameters; its");
     line("  result is the operation's answer; any other status is a tool error whose content is the envelope below.");
+    line("  A desktop agent's configuration (e.g. claude_desktop_config.json; docs/operating.md, MCP):");
+    line(r#"    {"mcpServers": {"levy": {"command": "levy", "args": ["mcp", "--url", "$LEVY"], "env": {"LEVY_API_KEY": "<API_KEY>"}}}}"#);
+    line(r#"  Over HTTP: {"url": "$LEVY/mcp", "headers": {"X-API-Key": "<API_KEY>"}}. Tools (name, operation, effect):"#);
     let ops = operations(&doc);
     for tool in crate::mcp::tools::TOOLS {
         if let Some(op) = ops.iter().find(|o| o.id == tool.operation) {

@@ -21,7 +21,7 @@ use crate::clock::iso;
 use crate::error_responses;
 use crate::ledger::{Entry, EntryOutcome, Job, Payer, Source};
 use crate::rules::diag::did_you_mean;
-use crate::rules::schema::{state_index, STATES, TRANSACTION_TYPES};
+use crate::rules::schema::{state_index, Fact, STATES, TRANSACTION_TYPES};
 use crate::store::entity::transaction;
 use crate::store::ledger::TransactionFilter;
 use crate::validate::Checker;
@@ -247,7 +247,9 @@ impl LedgerApi {
         if !errors.is_empty() {
             return Err(ApiError::invalid(errors).into());
         }
-        let filter = TransactionFilter { role, state, transaction_type, since_ms, limit, offset };
+        let default_transaction_type =
+            Fact::transaction_type.def().default.and_then(|i| TRANSACTION_TYPES.get(i as usize)).copied().unwrap_or("saas");
+        let filter = TransactionFilter { role, state, transaction_type, default_transaction_type, since_ms, limit, offset };
         let rows =
             if disjoint { Vec::new() } else { s.store.list_transactions(&owner.entity.id, &filter).await.map_err(ApiError::from)? };
         let transactions: Vec<TransactionRecord> = rows.iter().map(transaction_view).collect();

@@ -40,6 +40,7 @@ use super::{allowance, burst_call, monthly_call, Payer, Refusal};
 use crate::clock::iso;
 use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
 use crate::engine::render::{self, FullText, API_VERSION};
+use crate::engine::request::Counterparty;
 use crate::engine::{determine, Determination, EngineError, Input, Request};
 use crate::plans::Plans;
 use crate::rules::registry::Registry;
@@ -50,7 +51,7 @@ use crate::store::entity::{counter, entity, network_profile, nexus_state, state_
 use crate::store::group::{Group, Replies};
 use crate::store::ledger::{Payment, Sale};
 use crate::store::limits::CounterHit;
-use crate::store::network::visible_counterparty;
+use crate::store::network::visible_to;
 use crate::store::script::{Script, ScriptConn};
 use crate::store::{Store, StoreError};
 
@@ -791,6 +792,18 @@ fn add_sales(rows: &mut Vec<state_revenue::Model>, sales: &[Sale]) {
 fn distinct<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
     let mut seen = HashSet::new();
     ids.filter(|id| seen.insert(*id)).collect()
+}
+
+/// The counterparty a profile shows the account `viewer` (`store::network::visible_to`); `None` when it may not see it.
+fn visible_counterparty(p: &network_profile::Model, viewer: &str) -> Option<Counterparty> {
+    visible_to(p, viewer).then(|| Counterparty {
+        agent_id: p.agent_id.clone(),
+        entity_name: p.entity_name.clone(),
+        entity_state: Some(p.entity_state.clone()).filter(|s| !s.is_empty()),
+        work_type: p.work_type.clone(),
+        legal_name: p.principal_legal_name.clone(),
+        is_business: p.principal_is_business,
+    })
 }
 
 #[cfg(test)]

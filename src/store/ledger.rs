@@ -9,7 +9,6 @@ use super::entity::{state_revenue, transaction, vendor_ytd};
 use super::prepared::{Query, Upsert};
 use super::script::{Arg, Execute, Script, ScriptConn, Sql};
 use super::{adding_upserts, inserts, Store, StoreError};
-use crate::rules::schema::{Fact, TRANSACTION_TYPES};
 
 /// The ledger's columns as its inserts write them, each with its PostgreSQL type as an array's element.
 const LEDGER_COLUMNS: [(&str, &str); 14] = [
@@ -58,8 +57,10 @@ pub const STATE_REVENUE_FROM: Query = Query {
 pub struct TransactionFilter {
     pub role: Option<String>,
     pub state: Option<String>,
-    /// The request's transaction_type, its default (saas) for a request that sent none.
+    /// The request's transaction_type; a stored request that sent none has `default_transaction_type`.
     pub transaction_type: Option<String>,
+    /// The contract's default transaction_type (rules/schema), for the stored requests that sent none.
+    pub default_transaction_type: &'static str,
     pub since_ms: Option<i64>,
     pub limit: u64,
     /// Rows to skip, newest first.
@@ -252,7 +253,7 @@ impl Store {
         if let Some(tt) = &f.transaction_type {
             // No column of its own: read from the stored request (JSON text), with the contract's
             // default for a request that sent none.
-            let default = Fact::transaction_type.def().default.and_then(|i| TRANSACTION_TYPES.get(i as usize)).copied().unwrap_or("saas");
+            let default = f.default_transaction_type;
             q = q.filter(match self.db.get_database_backend() {
                 DbBackend::Postgres => {
                     Expr::cust_with_values(r#"COALESCE(CAST("request" AS jsonb) ->> 'transaction_type', $1) = $2"#, [default, tt.as_str()])

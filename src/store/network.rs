@@ -10,7 +10,6 @@ use sea_orm::{
 use super::entity::{network_event, network_profile};
 use super::script::Sql;
 use super::{Store, StoreError};
-use crate::engine::request::Counterparty;
 use crate::security::new_ordered_id;
 
 pub const PUBLIC: &str = "public";
@@ -114,7 +113,7 @@ impl Store {
     }
 
     /// The profiles of these agent ids, whoever may see them (the ledger batch reads them with the rest it needs,
-    /// and keeps for each job only what its account may see: [`visible_counterparty`]).
+    /// and keeps for each job only what its account may see: [`visible_to`]).
     pub fn profiles_sql<'a>(backend: DbBackend, agent_ids: &[&'a str]) -> Sql<'a> {
         let mut sql = Sql::new(backend);
         sql.push(r#"SELECT * FROM "network_profiles" WHERE "agent_id""#).in_list(agent_ids.iter().copied());
@@ -189,15 +188,7 @@ impl Store {
     }
 }
 
-/// The counterparty a profile shows the account `viewer`: a public profile to anyone, a private one to its owner
-/// only; `None` otherwise.
-pub fn visible_counterparty(p: &network_profile::Model, viewer: &str) -> Option<Counterparty> {
-    (p.visibility == PUBLIC || p.entity_id == viewer).then(|| Counterparty {
-        agent_id: p.agent_id.clone(),
-        entity_name: p.entity_name.clone(),
-        entity_state: Some(p.entity_state.clone()).filter(|s| !s.is_empty()),
-        work_type: p.work_type.clone(),
-        legal_name: p.principal_legal_name.clone(),
-        is_business: p.principal_is_business,
-    })
+/// Whether the account `viewer` may see profile `p`: a public profile anyone, a private one its owner only.
+pub fn visible_to(p: &network_profile::Model, viewer: &str) -> bool {
+    p.visibility == PUBLIC || p.entity_id == viewer
 }
