@@ -15,12 +15,12 @@ use super::payload::{Body, Json, JsonBody};
 use super::schema::billing::{BillingEventAck, CheckoutItem, CheckoutRequest, CheckoutResponse, UsageLine, UsageStatement};
 use super::schema::param::{MonthParam, Param};
 use super::{ApiTags, AppState};
+use crate::billing::events::Applied;
 use crate::billing::{money, month_label, parse_month, Product, Statement};
 use crate::error_responses;
 use crate::ledger::month_start_ms;
 use crate::payments::checkout::{self as stripe, Prices, ProcessorError};
 use crate::plans::DEFAULT_PLAN;
-use crate::store::billing::Applied;
 
 pub struct BillingApi(pub Arc<AppState>);
 
@@ -210,7 +210,7 @@ impl BillingApi {
         }
         let event = body.value().and_then(|v| stripe::parse_event(v, &s.billing.prices).map_err(|e| ApiError::field("body", e)));
         let event = event.inspect_err(|_| s.metrics.billing_event("refused"))?;
-        let applied = s.store.apply_billing_event(&event, now_ms).await.map_err(ApiError::from)?;
+        let applied = crate::billing::events::take(&s.store, &event, now_ms).await.map_err(ApiError::from)?;
         s.metrics.billing_event(match &applied {
             Applied::Applied { .. } => "applied",
             Applied::Nothing(_) => "ignored",
@@ -255,7 +255,7 @@ impl BillingApi {
             ))
             .into());
         }
-        let counts = s.store.month_counts(&owner.entity.id, month_ms).await.map_err(ApiError::from)?;
+        let counts = crate::billing::month_counts(&s.store, &owner.entity.id, month_ms).await.map_err(ApiError::from)?;
         let statement = Statement::new(&s.plans, &owner.entity, month_ms, now_ms, &counts);
         Ok(UsageResponses::Ok(Json(usage_statement(statement))))
     }

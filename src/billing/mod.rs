@@ -8,6 +8,7 @@
 //! from the next call on every instance.
 
 pub mod changes;
+pub mod events;
 
 use rust_decimal::Decimal;
 
@@ -97,8 +98,8 @@ pub enum Standing {
 
 impl Standing {
     /// The values of `entities.plan_status`.
-    pub const ACTIVE: &'static str = "active";
-    pub const PAST_DUE: &'static str = "past_due";
+    pub const ACTIVE: &'static str = entity::PLAN_ACTIVE;
+    pub const PAST_DUE: &'static str = entity::PLAN_PAST_DUE;
 
     pub fn of(account: &entity::Model, now_ms: i64) -> Standing {
         match (account.plan_status.as_str(), account.past_due_since) {
@@ -173,6 +174,23 @@ pub struct Statement {
     pub month: String,
     pub status: &'static str,
     pub lines: Vec<Line>,
+}
+
+/// Per product (in [`Product::ALL`]'s order), the account's calls and overage calls in the month starting at
+/// `month_ms`: the figures of its usage statement.
+pub async fn month_counts(
+    store: &crate::store::Store,
+    entity_id: &str,
+    month_ms: i64,
+) -> Result<Vec<(i64, i64)>, crate::store::StoreError> {
+    let mut counts = Vec::new();
+    for (_, usage, overage) in statement_counters(entity_id, month_ms) {
+        counts.push((
+            store.read_counter(&usage.name, usage.window_start).await?,
+            store.read_counter(&overage.name, overage.window_start).await?,
+        ));
+    }
+    Ok(counts)
 }
 
 /// The counters a statement reads: per product, its usage and overage counter names.

@@ -4,7 +4,7 @@
 use poem_openapi::types::ToJSON;
 use serde_json::Value;
 
-use crate::billing::{month_label, parse_month, Product, Standing, Statement};
+use crate::billing::{month_counts, month_label, parse_month, Product, Standing, Statement};
 use crate::ledger::month_start_ms;
 use crate::plans::Plans;
 use crate::store::Store;
@@ -19,7 +19,11 @@ pub async fn set_plan(store: &Store, plans: &Plans, email: &str, plan: &str, pro
         return Err(format!("`{plan}` is not a plan of the plans file: {}{hint}", ids.join(", ")));
     }
     let email = email.trim().to_ascii_lowercase();
-    match store.set_plan(&email, product, plan, chrono::Utc::now().timestamp_millis()).await.map_err(|e| e.to_string())? {
+    let (tax_plan, gains_plan) = match product {
+        Product::Tax => (Some(plan), None),
+        Product::Gains => (None, Some(plan)),
+    };
+    match store.set_plan(&email, tax_plan, gains_plan, chrono::Utc::now().timestamp_millis()).await.map_err(|e| e.to_string())? {
         Some(a) => Ok(format!("ok: {} ({}) is on the {plan} plan for {}, from its next call", a.email, a.id, product.id())),
         None => Err(format!("no account has the email {email}")),
     }
@@ -30,7 +34,7 @@ pub async fn list(store: &Store, plans: &Plans, now_ms: i64, json: bool) -> Resu
     let month = month_start_ms(now_ms);
     let mut rows = Vec::new();
     for a in store.all_accounts().await.map_err(|e| e.to_string())? {
-        let counts = store.month_counts(&a.id, month).await.map_err(|e| e.to_string())?;
+        let counts = month_counts(store, &a.id, month).await.map_err(|e| e.to_string())?;
         let standing = Standing::of(&a, now_ms);
         rows.push((Statement::new(plans, &a, month, now_ms, &counts), a.plan, a.gains_plan, standing));
     }
@@ -76,7 +80,7 @@ pub async fn usage(store: &Store, plans: &Plans, now_ms: i64, month: Option<&str
     };
     let mut statements = Vec::new();
     for a in store.all_accounts().await.map_err(|e| e.to_string())? {
-        let counts = store.month_counts(&a.id, month_ms).await.map_err(|e| e.to_string())?;
+        let counts = month_counts(store, &a.id, month_ms).await.map_err(|e| e.to_string())?;
         statements.push(Statement::new(plans, &a, month_ms, now_ms, &counts));
     }
     match format {

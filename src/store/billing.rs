@@ -1,37 +1,46 @@
-//! Plans on accounts: billing events applied once, an operator's plan changes, and the figures of a usage
-//! statement.
+//! Plans on accounts: billing events taken once, and an operator's plan changes. What an event does to an account is
+//! `billing::events`' to decide; the store records the event and saves the account in one transaction.
 
 use sea_orm::sea_query::OnConflict;
-use sea_orm::{ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait};
+use sea_orm::{ColumnTrait, Condition, DatabaseTransaction, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait};
 
 use super::entity::{billing_event, entity};
 use super::{Store, StoreError};
-use crate::billing::changes::apply;
-use crate::billing::{statement_counters, Product, Standing};
-use crate::payments::checkout::{Change, Event};
 
-/// What taking a billing event did.
-#[derive(Debug, PartialEq)]
-pub enum Applied {
-    /// Applied now to this account; what it did, in words.
-    Applied { entity_id: String, outcome: String },
-    /// Recorded, changing nothing: why (no account it names, or nothing to act on).
-    Nothing(String),
-    /// This event id was taken before: nothing changed.
-    Duplicate,
+/// A billing event's row, as recorded when it is taken.
+pub struct EventRow<'a> {
+    pub id: &'a str,
+    pub kind: &'a str,
+    /// The subscription it is about, if any.
+    pub subscription: Option<&'a str>,
+    pub created_ms: i64,
+}
+
+/// A billing event taken for the first time, in an open transaction that [`Store::settle_billing_event`] commits.
+pub struct TakenEvent {
+    txn: DatabaseTransaction,
+    id: String,
+    /// A newer event about the same subscription was applied before this one.
+    pub superseded: bool,
+    /// The account the event names (by id, or by the subscription paying for its plans); not read when superseded.
+    pub account: Option<entity::Model>,
 }
 
 impl Store {
-    /// Takes a verified billing event in one transaction: its id is recorded first (a second delivery, even a
-    /// concurrent one on another instance, finds it and changes nothing), then the account it names (by id, or
-    /// by the subscription paying for its plans) is changed.
-    pub async fn apply_billing_event(&self, event: &Event, now_ms: i64) -> Result<Applied, StoreError> {
+    /// Records a billing event's id, then reads what deciding it needs. `None`: the id was taken before (a second
+    /// delivery, even a concurrent one on another instance, finds it), and nothing is changed.
+    pub async fn take_billing_event(
+        &self,
+        event: EventRow<'_>,
+        entity_id: Option<&str>,
+        now_ms: i64,
+    ) -> Result<Option<TakenEvent>, StoreError> {
         let txn = self.writer.begin().await?;
         let row = billing_event::Model {
-            id: event.id.clone(),
-            kind: event.kind.clone(),
+            id: event.id.to_string(),
+            kind: event.kind.to_string(),
             entity_id: None,
-            subscription: event.change.subscription().map(str::to_string),
+            subscription: event.subscription.map(str::to_string),
             outcome: String::new(),
             created_at: event.created_ms,
             received_at: now_ms,
@@ -41,61 +50,72 @@ impl Store {
             .exec_without_returning(&txn)
             .await?;
         if inserted == 0 {
-            return Ok(Applied::Duplicate);
+            return Ok(None);
         }
-        if let Some(sub) = event.change.subscription() {
+        if let Some(sub) = event.subscription {
             let newer = billing_event::Entity::find()
                 .filter(billing_event::Column::Subscription.eq(sub))
                 .filter(billing_event::Column::CreatedAt.gt(event.created_ms))
                 .one(&txn)
                 .await?;
             if newer.is_some() {
-                let why = "a newer event about this subscription was applied before; this one changes nothing";
-                return finish(txn, &event.id, None, why).await.map(|()| Applied::Nothing(why.into()));
+                return Ok(Some(TakenEvent { txn, id: event.id.to_string(), superseded: true, account: None }));
             }
         }
-        let mut account = match event.change.entity_id() {
+        let mut account = match entity_id {
             Some(id) => entity::Entity::find_by_id(id.to_string()).one(&txn).await?,
             None => None,
         };
         if account.is_none() {
-            if let Some(sub) = event.change.subscription() {
+            if let Some(sub) = event.subscription {
                 account = entity::Entity::find()
                     .filter(Condition::any().add(entity::Column::TaxSubscription.eq(sub)).add(entity::Column::GainsSubscription.eq(sub)))
                     .one(&txn)
                     .await?;
             }
         }
-        let result = match account {
-            Some(mut a) => {
-                let outcome = apply(&mut a, &event.change, event.created_ms);
-                save_plans(&txn, &a, now_ms).await?;
-                Applied::Applied { entity_id: a.id, outcome }
-            }
-            None => match &event.change {
-                Change::Nothing(why) => Applied::Nothing(why.clone()),
-                _ => Applied::Nothing("no levy account is named by the event or paid for by its subscription".into()),
-            },
-        };
-        let (entity_id, outcome) = match &result {
-            Applied::Applied { entity_id, outcome } => (Some(entity_id.clone()), outcome.clone()),
-            Applied::Nothing(why) => (None, why.clone()),
-            Applied::Duplicate => (None, String::new()),
-        };
-        finish(txn, &event.id, entity_id, &outcome).await?;
-        Ok(result)
+        Ok(Some(TakenEvent { txn, id: event.id.to_string(), superseded: false, account }))
     }
 
-    /// Sets an account's plan for a product, by its email, as an operator does without a processor, at `now_ms`; the
-    /// account is active again. `None`: no account has that email.
-    pub async fn set_plan(&self, email: &str, product: Product, plan: &str, now_ms: i64) -> Result<Option<entity::Model>, StoreError> {
+    /// Saves the account the event changed (its plan columns), records what the event did, and commits.
+    pub async fn settle_billing_event(
+        &self,
+        taken: TakenEvent,
+        changed: Option<&entity::Model>,
+        outcome: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        if let Some(a) = changed {
+            save_plans(&taken.txn, a, now_ms).await?;
+        }
+        billing_event::Entity::update_many()
+            .col_expr(billing_event::Column::EntityId, sea_orm::sea_query::Expr::value(changed.map(|a| a.id.clone())))
+            .col_expr(billing_event::Column::Outcome, sea_orm::sea_query::Expr::value(outcome))
+            .filter(billing_event::Column::Id.eq(taken.id.as_str()))
+            .exec(&taken.txn)
+            .await?;
+        taken.txn.commit().await?;
+        Ok(())
+    }
+
+    /// Sets an account's tax plan and/or gains plan, by its email, as an operator does without a processor, at
+    /// `now_ms`; the account is in good standing again. `None`: no account has that email.
+    pub async fn set_plan(
+        &self,
+        email: &str,
+        tax_plan: Option<&str>,
+        gains_plan: Option<&str>,
+        now_ms: i64,
+    ) -> Result<Option<entity::Model>, StoreError> {
         let txn = self.writer.begin().await?;
         let Some(mut a) = entity::Entity::find().filter(entity::Column::Email.eq(email)).one(&txn).await? else { return Ok(None) };
-        match product {
-            Product::Tax => a.plan = plan.to_string(),
-            Product::Gains => a.gains_plan = plan.to_string(),
+        if let Some(plan) = tax_plan {
+            a.plan = plan.to_string();
         }
-        a.plan_status = Standing::ACTIVE.into();
+        if let Some(plan) = gains_plan {
+            a.gains_plan = plan.to_string();
+        }
+        a.plan_status = entity::PLAN_ACTIVE.into();
         a.past_due_since = None;
         save_plans(&txn, &a, now_ms).await?;
         txn.commit().await?;
@@ -105,19 +125,6 @@ impl Store {
     /// Every account, oldest first.
     pub async fn all_accounts(&self) -> Result<Vec<entity::Model>, StoreError> {
         Ok(entity::Entity::find().order_by_asc(entity::Column::CreatedAt).order_by_asc(entity::Column::Id).all(&self.db).await?)
-    }
-
-    /// Per product (in [`Product::ALL`]'s order), the account's calls and overage calls in the month starting at
-    /// `month_ms`.
-    pub async fn month_counts(&self, entity_id: &str, month_ms: i64) -> Result<Vec<(i64, i64)>, StoreError> {
-        let mut counts = Vec::new();
-        for (_, usage, overage) in statement_counters(entity_id, month_ms) {
-            counts.push((
-                self.read_counter(&usage.name, usage.window_start).await?,
-                self.read_counter(&overage.name, overage.window_start).await?,
-            ));
-        }
-        Ok(counts)
     }
 }
 
@@ -140,17 +147,5 @@ async fn save_plans<C: sea_orm::ConnectionTrait>(conn: &C, a: &entity::Model, no
     if a.plan != crate::plans::DEFAULT_PLAN {
         super::partners::record_first_upgrade(conn, &a.id, now_ms).await?;
     }
-    Ok(())
-}
-
-/// Records what an event did (the account it changed, in words) and commits.
-async fn finish(txn: sea_orm::DatabaseTransaction, id: &str, entity_id: Option<String>, outcome: &str) -> Result<(), StoreError> {
-    billing_event::Entity::update_many()
-        .col_expr(billing_event::Column::EntityId, sea_orm::sea_query::Expr::value(entity_id))
-        .col_expr(billing_event::Column::Outcome, sea_orm::sea_query::Expr::value(outcome))
-        .filter(billing_event::Column::Id.eq(id))
-        .exec(&txn)
-        .await?;
-    txn.commit().await?;
     Ok(())
 }

@@ -5,7 +5,6 @@
 use std::process::Command;
 
 use chrono::{DateTime, Utc};
-use levy::billing::Product;
 use levy::partners::sign_webhook;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{json, Value};
@@ -367,15 +366,15 @@ async fn revshare_locks_the_rate_and_ends_with_the_window(app: TestApp) {
     assert_eq!(r.json["totals"], json!({"attributed_entities": 0, "attributed_mrr_usd": "0.000000", "payout_usd": "0.000000"}));
     // a upgrades to starter (25 USD a month) at 20%; then the partner's rate becomes 10%; b upgrades a day later.
     let store = &app.state.store;
-    store.set_plan(&email(&a), Product::Tax, "starter", app.clock.now_ms()).await.unwrap().unwrap();
+    store.set_plan(&email(&a), Some("starter"), None, app.clock.now_ms()).await.unwrap().unwrap();
     levy::cli::partners::set_terms(store, "acme", &levy::cli::partners::Terms { revshare: Some("10".into()), ..Default::default() })
         .await
         .unwrap();
     app.clock.set(at("2026-11-22T12:00:00Z"));
-    store.set_plan(&email(&b), Product::Tax, "starter", app.clock.now_ms()).await.unwrap().unwrap();
+    store.set_plan(&email(&b), Some("starter"), None, app.clock.now_ms()).await.unwrap().unwrap();
     // A second upgrade of a (to growth) locks nothing new.
-    store.set_plan(&email(&a), Product::Tax, "growth", app.clock.now_ms()).await.unwrap().unwrap();
-    store.set_plan(&email(&a), Product::Tax, "starter", app.clock.now_ms()).await.unwrap().unwrap();
+    store.set_plan(&email(&a), Some("growth"), None, app.clock.now_ms()).await.unwrap().unwrap();
+    store.set_plan(&email(&a), Some("starter"), None, app.clock.now_ms()).await.unwrap().unwrap();
     // November 2026: a 25 × 20% = 5; b 25 × 10% = 2.5; totals 2 accounts, 50 of MRR, 7.5.
     let r = app.get("/api/v1/partner/revshare", Some(&p.key)).await;
     assert_eq!(r.json["partner"]["revshare_pct"], json!("10"));

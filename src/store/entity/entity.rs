@@ -37,6 +37,11 @@ pub struct Model {
     pub created_at: i64,
 }
 
+/// The values of `plan_status`: in good standing, or behind on a payment since `past_due_since` (the grace it gets
+/// is `billing::Standing`'s).
+pub const PLAN_ACTIVE: &str = "active";
+pub const PLAN_PAST_DUE: &str = "past_due";
+
 impl Model {
     /// A new account as every account starts: on the free plans, paid up, no nexus configured, private, nothing
     /// declared (the caller sets the rest with struct update syntax).
@@ -57,7 +62,7 @@ impl Model {
             utm: "{}".into(),
             plan: crate::plans::DEFAULT_PLAN.into(),
             gains_plan: crate::plans::DEFAULT_PLAN.into(),
-            plan_status: crate::billing::Standing::ACTIVE.into(),
+            plan_status: PLAN_ACTIVE.into(),
             past_due_since: None,
             tax_subscription: None,
             gains_subscription: None,
