@@ -39,7 +39,8 @@ fn run(year: i32, st: f64, lt: f64, entity: Option<EntityType>, filing: Option<&
         state: state.and_then(levy::rules::schema::state_index),
     };
     // The estimates as the API writes them.
-    estimate(&registry().gains, Gains { short_term: dec(st), long_term: dec(lt) }, &p, day(year)).to_json().unwrap_or_default()
+    let estimates = estimate(&registry().gains, Gains { short_term: dec(st), long_term: dec(lt) }, &p, day(year));
+    levy::api::schema::gains::Estimates::from(estimates).to_json().unwrap_or_default()
 }
 
 fn f(v: &Value, k: &str) -> f64 {

@@ -17,17 +17,74 @@
 //! vice versa); a net loss reduces ordinary income by at most the §1211(b) limit.
 
 use chrono::{Datelike, NaiveDate};
-use poem_openapi::types::MaybeUndefined;
 use rust_decimal::Decimal;
 
 use super::EntityType;
-use crate::api::schema::gains::{Estimates, FederalEstimate, MarginalRates, StateEstimate};
-use crate::api::schema::number::{Fraction, Usd};
-use crate::api::schema::rates::CitationView;
 use crate::engine::money::cents;
 use crate::rules::gains::{GainsRules, Schedule, StateGains, StateKind, SurtaxBase};
-use crate::rules::registry::{in_force, Dated};
+use crate::rules::registry::{in_force, Citation, Dated};
 use crate::rules::schema::{FILING_STATUSES, STATES};
+
+/// Both estimates of a sale.
+#[derive(Clone, Debug)]
+pub struct Estimates {
+    pub federal: FederalEstimate,
+    pub state: StateEstimate,
+}
+
+/// The federal estimate: money in dollars to the cent (two places), rates as fractions. `available` false with a
+/// `reason` when the figures it needs are not in the rules.
+#[derive(Clone, Debug, Default)]
+pub struct FederalEstimate {
+    pub available: bool,
+    pub reason: Option<String>,
+    pub tax_year: Option<i32>,
+    pub entity_type: Option<String>,
+    pub method: Option<String>,
+    pub filing_status: Option<String>,
+    pub short_term_gain: Option<Decimal>,
+    pub long_term_gain: Option<Decimal>,
+    pub net_capital_gain: Option<Decimal>,
+    pub ordinary_income_change: Option<Decimal>,
+    pub ordinary_tax: Option<Decimal>,
+    pub long_term_tax: Option<Decimal>,
+    pub net_investment_income_tax: Option<Decimal>,
+    pub rate: Option<Decimal>,
+    pub total_tax: Option<Decimal>,
+    pub marginal_rates: Option<MarginalRates>,
+    pub assumptions: Option<Vec<String>>,
+    pub citations: Option<Vec<Citation>>,
+}
+
+/// The rates on the next dollar of short-term and of long-term gain.
+#[derive(Clone, Copy, Debug)]
+pub struct MarginalRates {
+    pub short_term: Decimal,
+    pub long_term: Decimal,
+}
+
+/// The resident state's estimate, in the same units as [`FederalEstimate`].
+#[derive(Clone, Debug, Default)]
+pub struct StateEstimate {
+    pub available: bool,
+    pub reason: Option<String>,
+    pub state: Option<String>,
+    pub tax_year: Option<i32>,
+    pub kind: Option<String>,
+    pub treatment: Option<String>,
+    pub short_term_rate: Option<Decimal>,
+    pub long_term_rate: Option<Decimal>,
+    pub long_term_exclusion: Option<Decimal>,
+    pub taxable_short_term: Option<Decimal>,
+    pub taxable_long_term: Option<Decimal>,
+    pub tax: Option<Decimal>,
+    pub surtax: Option<Decimal>,
+    pub total_tax: Option<Decimal>,
+    pub assumptions: Option<Vec<String>>,
+    pub citation: Option<Citation>,
+    /// The treatment's note from the rules, when it has one.
+    pub note: Option<String>,
+}
 
 /// A sale's realized gain after wash-sale adjustments, by term.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -53,12 +110,15 @@ pub fn estimate(rules: &GainsRules, gains: Gains, p: &Profile, sold: NaiveDate) 
     Estimates { federal: federal(rules, gains, p, sold), state: state(rules, gains, p, sold) }
 }
 
-fn money(d: Decimal) -> Option<Usd> {
-    Some(Usd::cents(d))
+/// Dollars to the cent, written with two places.
+fn money(d: Decimal) -> Option<Decimal> {
+    let mut c = cents(d);
+    c.rescale(2);
+    Some(c)
 }
 
-fn rate(d: Decimal) -> Option<Fraction> {
-    Some(Fraction::of(d))
+fn rate(d: Decimal) -> Option<Decimal> {
+    Some(d)
 }
 
 /// The tax on the slice of income from `lo` to `hi` under one status's schedule.
@@ -156,16 +216,17 @@ pub fn federal(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Fe
             rate: self::rate(rate.value),
             total_tax: money(tax),
             assumptions: Some(assumptions),
-            citations: Some(vec![CitationView::from(&rate.citation)]),
+            citations: Some(vec![rate.citation.clone()]),
             ..FederalEstimate::default()
         };
     }
     if entity == EntityType::PassThrough {
         if p.income.is_none() || p.filing_status.is_none() {
             assumptions.push("a partnership or S corporation pays no entity-level income tax: the gain passes to the owners with its character (§702, §1366); send estimated_annual_income and filing_status to estimate an owner's tax at individual rates".into());
-            let citation = CitationView {
+            let citation = Citation {
                 cite: "26 U.S.C. §701, §702(a)-(b), §1366(a)-(b)".into(),
                 url: Some("https://www.law.cornell.edu/uscode/text/26/702".into()),
+                checked: None,
             };
             return FederalEstimate {
                 available: true,
@@ -228,14 +289,14 @@ fn individual(
             assumptions
                 .push("no other investment income, capital gains or losses this year; NIIT measured with MAGI = income + this gain".into());
             let marginal = MarginalRates {
-                short_term: Fraction::of(rate_at(&y.ordinary.value, status, ord_ti.max(base_ti))),
-                long_term: Fraction::of(rate_at(&y.long_term.value, status, ti)),
+                short_term: rate_at(&y.ordinary.value, status, ord_ti.max(base_ti)),
+                long_term: rate_at(&y.long_term.value, status, ti),
             };
             ("bracket_aware", ordinary_change, lt_tax, niit, marginal)
         }
         None => {
             assumptions.push("estimated_annual_income not given: short-term gain at the top ordinary rate and long-term gain at the top long-term rate (a ceiling); NIIT not assessed".into());
-            let marginal = MarginalRates { short_term: Fraction::of(top_ordinary), long_term: Fraction::of(top_long) };
+            let marginal = MarginalRates { short_term: top_ordinary, long_term: top_long };
             ("top_marginal_rates", ord_gain * top_ordinary, pref * top_long, Decimal::ZERO, marginal)
         }
     };
@@ -265,11 +326,11 @@ fn individual(
         marginal_rates: Some(marginal),
         assumptions: Some(assumptions),
         citations: Some(vec![
-            CitationView::from(&y.ordinary.citation),
-            CitationView::from(&y.long_term.citation),
-            CitationView::from(&y.deduction.citation),
-            CitationView::from(&y.niit.citation),
-            CitationView::from(&y.loss_limit.citation),
+            y.ordinary.citation.clone(),
+            y.long_term.citation.clone(),
+            y.deduction.citation.clone(),
+            y.niit.citation.clone(),
+            y.loss_limit.citation.clone(),
         ]),
     }
 }
@@ -367,7 +428,7 @@ pub fn state(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Stat
         surtax: money(surtax),
         total_tax: money(base + surtax),
         assumptions: Some(assumptions),
-        citation: Some(CitationView::from(&entry.citation)),
-        note: MaybeUndefined::from_opt_null(t.note.clone()),
+        citation: Some(entry.citation.clone()),
+        note: t.note.clone(),
     }
 }

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::calculate::Obj;
 use super::number::{Exact, Fraction, Usd};
 use super::rates::CitationView;
+use crate::gains::estimate;
 use crate::listed_enum;
 
 listed_enum!(TradeType = crate::gains::request::TRADE_TYPES);
@@ -321,6 +322,64 @@ pub struct StateEstimate {
 pub struct Estimates {
     pub federal: FederalEstimate,
     pub state: StateEstimate,
+}
+
+impl From<estimate::Estimates> for Estimates {
+    fn from(e: estimate::Estimates) -> Self {
+        Estimates { federal: e.federal.into(), state: e.state.into() }
+    }
+}
+
+impl From<estimate::FederalEstimate> for FederalEstimate {
+    fn from(f: estimate::FederalEstimate) -> Self {
+        FederalEstimate {
+            available: f.available,
+            reason: f.reason,
+            tax_year: f.tax_year,
+            entity_type: f.entity_type,
+            method: f.method,
+            filing_status: f.filing_status,
+            short_term_gain: f.short_term_gain.map(Usd::cents),
+            long_term_gain: f.long_term_gain.map(Usd::cents),
+            net_capital_gain: f.net_capital_gain.map(Usd::cents),
+            ordinary_income_change: f.ordinary_income_change.map(Usd::cents),
+            ordinary_tax: f.ordinary_tax.map(Usd::cents),
+            long_term_tax: f.long_term_tax.map(Usd::cents),
+            net_investment_income_tax: f.net_investment_income_tax.map(Usd::cents),
+            rate: f.rate.map(Fraction::of),
+            total_tax: f.total_tax.map(Usd::cents),
+            marginal_rates: f
+                .marginal_rates
+                .map(|m| MarginalRates { short_term: Fraction::of(m.short_term), long_term: Fraction::of(m.long_term) }),
+            assumptions: f.assumptions,
+            citations: f.citations.map(|c| c.iter().map(CitationView::from).collect()),
+        }
+    }
+}
+
+impl From<estimate::StateEstimate> for StateEstimate {
+    fn from(s: estimate::StateEstimate) -> Self {
+        StateEstimate {
+            available: s.available,
+            reason: s.reason,
+            state: s.state,
+            tax_year: s.tax_year,
+            kind: s.kind,
+            treatment: s.treatment,
+            short_term_rate: s.short_term_rate.map(Fraction::of),
+            long_term_rate: s.long_term_rate.map(Fraction::of),
+            long_term_exclusion: s.long_term_exclusion.map(Fraction::of),
+            taxable_short_term: s.taxable_short_term.map(Usd::cents),
+            taxable_long_term: s.taxable_long_term.map(Usd::cents),
+            tax: s.tax.map(Usd::cents),
+            surtax: s.surtax.map(Usd::cents),
+            total_tax: s.total_tax.map(Usd::cents),
+            assumptions: s.assumptions,
+            citation: s.citation.as_ref().map(CitationView::from),
+            // A treatment without a note sends `note: null`, as the document says.
+            note: MaybeUndefined::from_opt_null(s.note),
+        }
+    }
 }
 
 /// A recorded trade. Buys carry `cost_basis`, `lot` and `lots`; sells carry `accounting_method`, proceeds,

@@ -560,7 +560,7 @@ impl AppState {
             }),
             realized_gain_loss: Some(Usd::cents(r)),
             holding_period: Some(holding.to_string()),
-            estimates: Some(estimate::estimate(&self.registry.gains, gains, &profile, day)),
+            estimates: Some(estimate::estimate(&self.registry.gains, gains, &profile, day).into()),
             ..Self::trade_result(account, req, trade_id, class.as_deref(), wv, now_ms)
         };
         Ok((result, Some(gains.short_term + gains.long_term)))

@@ -543,7 +543,7 @@ fn gains_impacts(old: &Registry, new: &Registry, dates: &[NaiveDate], evaluation
     use crate::gains::estimate::{federal, state, Gains, Profile};
     use crate::rules::schema::FILING_STATUSES;
 
-    let total = |t: Option<&crate::api::schema::number::Usd>| t.map(|t| t.0.to_string());
+    let total = |t: Option<&Decimal>| t.map(|t| t.to_string());
     // (jurisdiction, sample, old, new, from) → filing statuses
     type Key = (String, String, Option<String>, Option<String>, NaiveDate);
     let mut groups: BTreeMap<Key, Vec<Value>> = BTreeMap::new();
