@@ -117,10 +117,6 @@ fn money(d: Decimal) -> Option<Decimal> {
     Some(c)
 }
 
-fn rate(d: Decimal) -> Option<Decimal> {
-    Some(d)
-}
-
 /// The tax on the slice of income from `lo` to `hi` under one status's schedule.
 pub fn slice_tax(s: &Schedule, status: usize, lo: Decimal, hi: Decimal) -> Decimal {
     let bounds = &s.bounds[status];
@@ -213,7 +209,7 @@ pub fn federal(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Fe
             method: Some("corporate_flat_rate".into()),
             short_term_gain: money(g.short_term),
             long_term_gain: money(g.long_term),
-            rate: self::rate(rate.value),
+            rate: Some(rate.value),
             total_tax: money(tax),
             assumptions: Some(assumptions),
             citations: Some(vec![rate.citation.clone()]),
@@ -419,9 +415,9 @@ pub fn state(rules: &GainsRules, g: Gains, p: &Profile, sold: NaiveDate) -> Stat
         tax_year: Some(year),
         kind: Some(kind_name(t.kind).into()),
         treatment: Some(treatment(t).into()),
-        short_term_rate: rate(st_rate),
-        long_term_rate: rate(lt_rate),
-        long_term_exclusion: rate(t.long_term_exclusion),
+        short_term_rate: Some(st_rate),
+        long_term_rate: Some(lt_rate),
+        long_term_exclusion: Some(t.long_term_exclusion),
         taxable_short_term: money(taxable_st),
         taxable_long_term: money(taxable_lt),
         tax: money(base),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use http_body_util::BodyExt;
 use poem::endpoint::BoxEndpoint;
-use poem::http::{HeaderValue, Method};
+use poem::http::HeaderValue;
 use poem::web::{LocalAddr, RemoteAddr};
 use poem::{Endpoint, Request, RequestParts, Response};
 use rmcp::service::RequestContext;
@@ -37,7 +37,7 @@ impl Rest for InProcess {
     async fn send(&self, call: RestCall, context: &RequestContext<RoleServer>) -> RestAnswer {
         let parts = context.extensions.get::<poem::http::request::Parts>();
         let mut builder = poem::http::Request::builder()
-            .method(Method::from_bytes(call.method.as_bytes()).unwrap_or(Method::GET))
+            .method(call.method)
             .uri(&call.target)
             .header("content-type", "application/json")
             .header("accept", "application/json");
@@ -50,7 +50,7 @@ impl Rest for InProcess {
         }
         let caller = parts.and_then(|p| p.extensions.get::<Caller>()).cloned();
         let Ok(request) = builder.body(()) else {
-            return super::stdio::no_answer(format!("the tool's path {} is not a URI", call.target));
+            return RestAnswer::unanswered(format!("the tool's path {} is not a URI", call.target));
         };
         let (http_parts, ()) = request.into_parts();
         let (local, remote, scheme) = match caller {
@@ -63,11 +63,8 @@ impl Rest for InProcess {
             Ok(response) => response,
             Err(e) => e.into_response(),
         };
-        let status = response.status().as_u16();
-        let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let headers = super::kept(response.headers().iter().map(|(n, v)| (n.as_str(), v.as_bytes())));
-        let body = response.into_body().into_vec().await.unwrap_or_default();
-        RestAnswer { status, content_type, body, headers }
+        let (status, headers) = (response.status().as_u16(), response.headers().clone());
+        RestAnswer::new(status, &headers, response.into_body().into_vec().await.unwrap_or_default())
     }
 }
 

@@ -24,13 +24,15 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
-use crate::api::error::ApiError;
+use poem::http::{HeaderMap, Method, StatusCode};
+
+use crate::api::error::{ApiError, ErrorCode};
 use tools::{Effect, TOOLS};
 
 /// The REST call a tool call stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RestCall {
-    pub method: &'static str,
+    pub method: Method,
     /// Path and query, e.g. `/api/v1/rates/local?zip=78701`.
     pub target: String,
     /// The JSON body, for an operation that takes one.
@@ -52,12 +54,25 @@ pub struct RestAnswer {
 pub const KEPT_HEADERS: [&str; 6] =
     ["retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "payment-required", "www-authenticate"];
 
-/// The `KEPT_HEADERS` among `headers`, in their order.
-pub fn kept<'h>(headers: impl Iterator<Item = (&'h str, &'h [u8])>) -> Vec<(String, String)> {
-    headers
-        .filter(|(name, _)| KEPT_HEADERS.iter().any(|k| name.eq_ignore_ascii_case(k)))
-        .map(|(name, value)| (name.to_ascii_lowercase(), String::from_utf8_lossy(value).into_owned()))
-        .collect()
+impl RestAnswer {
+    /// An answer from its status, headers (its content type and the `KEPT_HEADERS` among them) and body.
+    pub fn new(status: u16, headers: &HeaderMap, body: Vec<u8>) -> RestAnswer {
+        let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let headers = headers
+            .iter()
+            .filter(|(name, _)| KEPT_HEADERS.contains(&name.as_str()))
+            .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+            .collect();
+        RestAnswer { status, content_type, body, headers }
+    }
+
+    /// The answer for a call that never got one: a 503 with the API's envelope (DB_UNAVAILABLE is the API's code
+    /// for a service that cannot answer now; the message says which).
+    pub fn unanswered(message: String) -> RestAnswer {
+        let error = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::DbUnavailable, message);
+        let body = poem_openapi::types::ToJSON::to_json(&error.envelope()).unwrap_or_default().to_string().into_bytes();
+        RestAnswer { status: 503, content_type: Some("application/json".into()), body, headers: Vec::new() }
+    }
 }
 
 /// How a tool's arguments reach its operation.
@@ -71,7 +86,7 @@ enum Input {
 
 #[derive(Debug, Clone)]
 struct Operation {
-    method: &'static str,
+    method: Method,
     path: String,
     input: Input,
 }
@@ -121,7 +136,7 @@ impl Catalog {
         let args = arguments.unwrap_or(&empty);
         Some(match op.input {
             Input::Body => RestCall {
-                method: op.method,
+                method: op.method.clone(),
                 target: op.path.clone(),
                 body: Some(serde_json::to_vec(&Value::Object(args.clone())).unwrap_or_default()),
             },
@@ -141,7 +156,7 @@ impl Catalog {
                     })
                     .collect();
                 let target = if query.is_empty() { op.path.clone() } else { format!("{}?{}", op.path, query.join("&")) };
-                RestCall { method: op.method, target, body: None }
+                RestCall { method: op.method.clone(), target, body: None }
             }
         })
     }
@@ -152,18 +167,11 @@ fn encode(s: &str) -> String {
 }
 
 /// The method, path and object of the operation whose `operationId` is `id`.
-fn find_operation<'d>(doc: &'d Value, id: &str) -> Option<(&'static str, String, &'d Value)> {
+fn find_operation<'d>(doc: &'d Value, id: &str) -> Option<(Method, String, &'d Value)> {
     for (path, item) in doc["paths"].as_object()? {
         for (method, op) in item.as_object()? {
             if op["operationId"].as_str() == Some(id) {
-                let method = match method.as_str() {
-                    "get" => "GET",
-                    "post" => "POST",
-                    "put" => "PUT",
-                    "patch" => "PATCH",
-                    "delete" => "DELETE",
-                    _ => return None,
-                };
+                let method = Method::from_bytes(method.to_ascii_uppercase().as_bytes()).ok()?;
                 return Some((method, path.clone(), op));
             }
         }

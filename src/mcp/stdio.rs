@@ -18,8 +18,7 @@ pub struct Remote {
 
 impl Rest for Remote {
     async fn send(&self, call: RestCall, _context: &RequestContext<RoleServer>) -> RestAnswer {
-        let method = reqwest::Method::from_bytes(call.method.as_bytes()).unwrap_or(reqwest::Method::GET);
-        let mut request = self.client.request(method, format!("{}{}", self.base, call.target)).header("accept", "application/json");
+        let mut request = self.client.request(call.method, format!("{}{}", self.base, call.target)).header("accept", "application/json");
         if let Some(key) = &self.api_key {
             request = request.header("x-api-key", key);
         }
@@ -28,25 +27,14 @@ impl Rest for Remote {
         }
         let response = match request.send().await {
             Ok(response) => response,
-            Err(e) => return no_answer(format!("the levy server at {} did not answer: {e}", self.base)),
+            Err(e) => return RestAnswer::unanswered(format!("the levy server at {} did not answer: {e}", self.base)),
         };
-        let status = response.status().as_u16();
-        let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let headers = super::kept(response.headers().iter().map(|(n, v)| (n.as_str(), v.as_bytes())));
+        let (status, headers) = (response.status().as_u16(), response.headers().clone());
         match response.bytes().await {
-            Ok(body) => RestAnswer { status, content_type, body: body.to_vec(), headers },
-            Err(e) => no_answer(format!("the levy server at {} broke off its answer: {e}", self.base)),
+            Ok(body) => RestAnswer::new(status, &headers, body.to_vec()),
+            Err(e) => RestAnswer::unanswered(format!("the levy server at {} broke off its answer: {e}", self.base)),
         }
     }
-}
-
-/// The answer for a call that never got one: a 503 with the API's envelope (DB_UNAVAILABLE is the API's code for
-/// a service that cannot answer now; the message says which).
-pub(super) fn no_answer(message: String) -> RestAnswer {
-    let error =
-        crate::api::error::ApiError::new(poem::http::StatusCode::SERVICE_UNAVAILABLE, crate::api::error::ErrorCode::DbUnavailable, message);
-    let body = poem_openapi::types::ToJSON::to_json(&error.envelope()).unwrap_or_default().to_string().into_bytes();
-    RestAnswer { status: 503, content_type: Some("application/json".into()), body, headers: Vec::new() }
 }
 
 /// Serves the tools of `spec` (the OpenAPI document) on stdin/stdout until the client closes them.
