@@ -53,6 +53,14 @@ enum Command {
         #[command(subcommand)]
         command: AccountsCommand,
     },
+    /// The operator's report commands: an account's liability report (what it files).
+    Reports {
+        /// Database URL (overrides DATABASE_URL).
+        #[arg(long, global = true)]
+        database_url: Option<String>,
+        #[command(subcommand)]
+        command: ReportsCommand,
+    },
     /// The operator's partner commands: create, list, deactivate, reactivate, rotate-secret, set-terms.
     Partners {
         /// Database URL (overrides DATABASE_URL).
@@ -184,6 +192,32 @@ enum AccountsCommand {
     },
 }
 
+#[derive(Subcommand)]
+enum ReportsCommand {
+    /// The liability report of the account with EMAIL: per state, tax and period, then per jurisdiction (as GET
+    /// /api/v1/reports/liability gives it).
+    Liability {
+        /// The account's email.
+        #[arg(long)]
+        email: String,
+        /// First day, YYYY-MM-DD (UTC).
+        #[arg(long)]
+        from: String,
+        /// Last day, YYYY-MM-DD (UTC).
+        #[arg(long)]
+        to: String,
+        /// One state (default: every state).
+        #[arg(long)]
+        state: Option<String>,
+        /// month, quarter or year.
+        #[arg(long, default_value = "month")]
+        period: String,
+        /// text (a table of the returns), csv (the worksheet) or json (the API's answer).
+        #[arg(long, default_value = "text")]
+        format: String,
+    },
+}
+
 /// A partner's terms on the command line.
 #[derive(clap::Args)]
 struct PartnerTerms {
@@ -257,6 +291,7 @@ fn main() -> ExitCode {
         Some(Command::Mcp { url }) => mcp(url),
         Some(Command::Accounts { database_url, command }) => accounts(database_url, command),
         Some(Command::Partners { database_url, command }) => partners(database_url, command),
+        Some(Command::Reports { database_url, command }) => reports(database_url, command),
         Some(Command::Rules { command }) => match command {
             RulesCommand::Check { dir } => levy::cli::check(&dir),
             RulesCommand::Test { dir, filter } => levy::cli::test(&dir, filter.as_deref()),
@@ -328,22 +363,20 @@ fn migrate(database_url: Option<String>) -> u8 {
     }
 }
 
-fn accounts(database_url: Option<String>, command: AccountsCommand) -> u8 {
+/// Runs an operator's command on the configured database (`--database-url` overrides DATABASE_URL), migrated:
+/// prints its text and exits 0, or prints the error and exits 1.
+fn operate(
+    database_url: Option<String>,
+    command: impl AsyncFnOnce(&levy::config::Config, levy::store::Store, i64) -> Result<String, String>,
+) -> u8 {
     let mut config = levy::config::Config::from_env();
     if let Some(u) = database_url {
         config.database_url = u;
     }
     let Some(rt) = runtime() else { return 1 };
     let result = rt.block_on(async {
-        let plans = levy::plans::Plans::configured(config.rules_dir.as_deref(), &config.x402)?;
         let store = levy::server::connect_and_migrate(&config.database_url).await?;
-        let now_ms = chrono::Utc::now().timestamp_millis();
-        use levy::cli::accounts;
-        match command {
-            AccountsCommand::SetPlan { email, plan, product } => accounts::set_plan(&store, &plans, &email, &plan, &product).await,
-            AccountsCommand::List { json } => accounts::list(&store, &plans, now_ms, json).await,
-            AccountsCommand::Usage { month, format } => accounts::usage(&store, &plans, now_ms, month.as_deref(), &format).await,
-        }
+        command(&config, store, chrono::Utc::now().timestamp_millis()).await
     });
     match result {
         Ok(text) => {
@@ -357,15 +390,36 @@ fn accounts(database_url: Option<String>, command: AccountsCommand) -> u8 {
     }
 }
 
+fn accounts(database_url: Option<String>, command: AccountsCommand) -> u8 {
+    operate(database_url, async |config, store, now_ms| {
+        let plans = levy::plans::Plans::configured(config.rules_dir.as_deref(), &config.x402)?;
+        use levy::cli::accounts;
+        match command {
+            AccountsCommand::SetPlan { email, plan, product } => accounts::set_plan(&store, &plans, &email, &plan, &product).await,
+            AccountsCommand::List { json } => accounts::list(&store, &plans, now_ms, json).await,
+            AccountsCommand::Usage { month, format } => accounts::usage(&store, &plans, now_ms, month.as_deref(), &format).await,
+        }
+    })
+}
+
+fn reports(database_url: Option<String>, command: ReportsCommand) -> u8 {
+    operate(database_url, async |_, store, now_ms| match command {
+        ReportsCommand::Liability { email, from, to, state, period, format } => {
+            let args = levy::cli::reports::LiabilityArgs {
+                email: &email,
+                from: &from,
+                to: &to,
+                state: state.as_deref(),
+                period: &period,
+                format: &format,
+            };
+            levy::cli::reports::liability(&store, &args, now_ms).await
+        }
+    })
+}
+
 fn partners(database_url: Option<String>, command: PartnersCommand) -> u8 {
-    let mut config = levy::config::Config::from_env();
-    if let Some(u) = database_url {
-        config.database_url = u;
-    }
-    let Some(rt) = runtime() else { return 1 };
-    let result = rt.block_on(async {
-        let store = levy::server::connect_and_migrate(&config.database_url).await?;
-        let now_ms = chrono::Utc::now().timestamp_millis();
+    operate(database_url, async |_, store, now_ms| {
         use levy::cli::partners;
         match command {
             PartnersCommand::Create { slug, name, terms } => partners::create(&store, &slug, &name, &terms.terms(), now_ms).await,
@@ -375,17 +429,7 @@ fn partners(database_url: Option<String>, command: PartnersCommand) -> u8 {
             PartnersCommand::RotateSecret { slug } => partners::rotate_secret(&store, &slug, now_ms).await,
             PartnersCommand::SetTerms { slug, terms } => partners::set_terms(&store, &slug, &terms.terms()).await,
         }
-    });
-    match result {
-        Ok(text) => {
-            println!("{text}");
-            0
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            1
-        }
-    }
+    })
 }
 
 fn mcp(url: Option<String>) -> u8 {

@@ -225,7 +225,7 @@ async fn mcp_tools_answer_through_the_official_client_over_http_and_stdio() {
     // Every tool of src/mcp/tools.rs, in order, annotated by what it does, described for a model.
     let names: Vec<&str> = seen["http"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, levy::mcp::tools::TOOLS.iter().map(|t| t.name).collect::<Vec<_>>());
-    assert_eq!(names.len(), 18);
+    assert_eq!(names.len(), 22);
     for tool in seen["http"]["tools"].as_array().unwrap() {
         let spec = levy::mcp::tools::TOOLS.iter().find(|t| t.name == tool["name"]).unwrap();
         let reads = spec.effect == levy::mcp::tools::Effect::Reads;
@@ -238,7 +238,7 @@ async fn mcp_tools_answer_through_the_official_client_over_http_and_stdio() {
     }
     // Each tool's input schema is its operation's request schema, as the client compared them with the document.
     let equal = seen["http"]["schemas_equal"].as_object().unwrap();
-    assert_eq!(equal.len(), 18);
+    assert_eq!(equal.len(), 22);
     assert!(equal.values().all(|v| v == true), "{equal:?}");
 
     // 1,000 of SaaS into Austin 78701 with nexus in TX: 80% taxed at 6.25% + 1% + 1% = 1000 × 0.8 × 0.0825 = 66.00, the
@@ -264,7 +264,7 @@ async fn mcp_tools_answer_through_the_official_client_over_http_and_stdio() {
 
     // Every tool is callable with its arguments, and answers.
     let calls = seen["http"]["calls"].as_object().unwrap();
-    assert_eq!(calls.len(), 18);
+    assert_eq!(calls.len(), 22);
     for (name, call) in calls {
         assert_eq!(call["is_error"], false, "{name}: {}", call["text"]);
     }
@@ -273,6 +273,16 @@ async fn mcp_tools_answer_through_the_official_client_over_http_and_stdio() {
     assert_eq!(calls["verify_rates"]["structured"]["matches"], serde_json::json!(["TX"]));
     assert_eq!(calls["configure_nexus"]["structured"]["states_with_nexus"], serde_json::json!(["TX"]));
     assert_eq!(calls["get_nexus"]["structured"]["nexus"]["TX"]["hasNexus"], true);
+    // A tenth of the 1,000 sale refunded: a tenth of its 66.00, shared 5.00 + 0.80 + 0.80; then the sale voided with it.
+    let refund = &calls["refund_transaction"]["structured"];
+    assert_eq!((refund["amount"].as_f64(), refund["tax_refunded"].as_f64()), (Some(100.0), Some(6.6)), "{refund}");
+    let parts: Vec<f64> = refund["lines"].as_array().unwrap().iter().map(|l| l["tax"].as_f64().unwrap()).collect();
+    assert_eq!(parts, [-5.0, -0.8, -0.8], "{refund}");
+    assert_eq!(refund["transaction_id"], seen["http"]["calculate"]["structured"]["transaction_id"]);
+    let void = &calls["void_transaction"]["structured"];
+    assert_eq!((void["voided_now"].as_bool(), void["refunds_voided"][0].as_str()), (Some(true), refund["refund_id"].as_str()), "{void}");
+    assert_eq!(calls["mark_period_filed"]["structured"]["last_day"], "2025-12-31");
+    assert_eq!(calls["get_liability_report"]["structured"]["period"], "quarter");
 
     // A caller's mistake is a tool error carrying the API's envelope and its field errors, never a transport failure.
     let malformed = &seen["http"]["malformed"];

@@ -18,6 +18,7 @@ mod m20261126_000003_create_mpp_payments;
 mod m20261126_000004_create_billing;
 mod m20261126_000005_create_network;
 mod m20261126_000006_create_partners;
+mod m20261128_000001_create_refunds_and_filings;
 
 pub struct Migrator;
 
@@ -37,6 +38,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000004_create_billing::Migration),
             Box::new(m20261126_000005_create_network::Migration),
             Box::new(m20261126_000006_create_partners::Migration),
+            Box::new(m20261128_000001_create_refunds_and_filings::Migration),
         ]
     }
 }

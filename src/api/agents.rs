@@ -128,8 +128,8 @@ pub fn operations(doc: &Value) -> Vec<Operation> {
     out
 }
 
-/// An example as a request: the method, the path with its query, the headers and the body. Credentials are the
-/// placeholders `<API_KEY>` and `<SESSION_TOKEN>`.
+/// An example as a request: the method, the path with its query, the headers and the body. Credentials and path
+/// parameters are placeholders: `<API_KEY>`, `<SESSION_TOKEN>`, `<TRANSACTION_ID>`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Call {
     pub method: String,
@@ -155,9 +155,19 @@ pub fn call(op: &Operation, example: &Example) -> Call {
     if body.is_some() {
         headers.push(("Content-Type".to_string(), "application/json".to_string()));
     }
+    // A path parameter is a placeholder in capitals: `{transaction_id}` is `<TRANSACTION_ID>`.
+    let path: Vec<String> = op
+        .path
+        .split('/')
+        .map(|seg| match seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            Some(name) => format!("<{}>", name.to_ascii_uppercase()),
+            None => seg.to_string(),
+        })
+        .collect();
+    let path = path.join("/");
     let target = match &example.query {
-        Some(q) if !q.is_empty() => format!("{}?{q}", op.path),
-        _ => op.path.clone(),
+        Some(q) if !q.is_empty() => format!("{path}?{q}"),
+        _ => path,
     };
     Call { method: op.method.clone(), target, headers, body }
 }

@@ -12,19 +12,22 @@ use super::error::ApiError;
 use super::payload::{Json, JsonBody};
 use super::schema::calculate::{Role, TransactionType};
 use super::schema::ledger::{
-    IngestBody, IngestResponse, IngestedRecord, Metadata, RecordedCalculation, TransactionList, TransactionRecord,
+    IngestBody, IngestResponse, IngestedRecord, Metadata, RecordedCalculation, RefundResult, TransactionList, TransactionRecord,
+    TransactionStatus,
 };
 use super::schema::number::{Exact, Usd};
 use super::schema::param::{text, DateOrDateTime, Param, StateParam};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::error_responses;
+use crate::ledger::corrections::day_of;
 use crate::ledger::{Entry, EntryOutcome, Job, Payer, Source};
 use crate::rules::diag::did_you_mean;
 use crate::rules::schema::{state_index, Fact, STATES, TRANSACTION_TYPES};
 use crate::store::entity::transaction;
 use crate::store::ledger::TransactionFilter;
 use crate::validate::Checker;
+use poem_openapi::types::ParseFromJSON;
 
 pub struct LedgerApi(pub Arc<AppState>);
 
@@ -135,18 +138,32 @@ fn record_view(row: &transaction::Model, index: u32) -> IngestedRecord {
 
 pub fn transaction_view(row: &transaction::Model) -> TransactionRecord {
     let (calculation, metadata) = stored(row);
+    // A refund's row keeps the refund's answer where a calculation's keeps the calculation.
+    let (calculation, refund) = match row.refund_of {
+        None => (Some(calculation), None),
+        Some(_) => (None, RefundResult::parse_from_json(Some(calculation.0.clone())).ok()),
+    };
+    let amount = calculation.as_ref().map_or_else(|| row.amount.parse().ok(), |c| Some(recorded_number(c, "amount", &row.amount)));
+    let total_tax =
+        calculation.as_ref().map_or_else(|| row.total_tax.parse().ok(), |c| Some(recorded_number(c, "total_tax", &row.total_tax)));
     TransactionRecord {
         transaction_id: row.id.clone(),
         created_at: iso(row.created_at),
         source: row.source.clone(),
+        status: if row.voided_at.is_some() { TransactionStatus::Voided } else { TransactionStatus::Recorded },
+        dated: day_of(row.dated).to_string(),
+        voided_at: row.voided_at.map(iso),
+        refund_of: row.refund_of.clone(),
+        refunds: row.refunds.max(0) as u32,
         role: row.role.clone(),
         buyer_state: row.buyer_state.clone(),
         counterparty_id: row.counterparty_id.clone(),
-        amount: Exact(recorded_number(&calculation, "amount", &row.amount)),
-        total_tax: Usd(recorded_number(&calculation, "total_tax", &row.total_tax)),
+        amount: Exact(amount.unwrap_or_else(|| Number::from(0))),
+        total_tax: Usd(total_tax.unwrap_or_else(|| Number::from(0))),
         external_tx_id: row.external_tx_id.clone(),
         metadata,
         calculation,
+        refund,
     }
 }
 

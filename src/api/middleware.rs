@@ -2,7 +2,6 @@
 //! envelope for every failure that did not come from a handler (unknown path, wrong method, bad
 //! parameter, missing credentials, panic), and the request's time bound (`Bounds::request_timeout`).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -20,15 +19,14 @@ use crate::config::Bounds;
 
 pub struct Envelope<E> {
     pub inner: E,
-    /// Path → the methods it answers, from the OpenAPI document (for 405's Allow header).
-    pub allow: Arc<HashMap<String, Vec<String>>>,
     /// Take the client address from X-Forwarded-For (only behind a trusted proxy).
     pub trust_forwarded_for: bool,
     /// Size and time bounds; the body's are read by `payload::read_bounded` from the request's data.
     pub bounds: Bounds,
     /// The body bytes all requests may hold at once, shared through the request's data.
     pub body_budget: BodyBudget,
-    /// Each operation's query parameters, from the OpenAPI document (any other is refused before the handler).
+    /// Each operation's query parameters, from the OpenAPI document (any other is refused before the handler), and
+    /// the methods each path answers (405's Allow header).
     pub queries: Arc<QueryParameters>,
     /// Every request is counted and timed here, by operation.
     pub metrics: Arc<crate::metrics::Metrics>,
@@ -72,7 +70,8 @@ impl<E: Endpoint> Envelope<E> {
             return (ApiError::not_found(format!("no endpoint at {path}")), None);
         }
         if err.is::<MethodNotAllowedError>() {
-            let allow = self.allow.get(path).map(|m| m.join(", "));
+            let methods = self.queries.methods_at(path);
+            let allow = (!methods.is_empty()).then(|| methods.join(", "));
             let msg = match &allow {
                 Some(a) => format!("{method} is not allowed on {path}; use {a}"),
                 None => format!("{method} is not allowed on {path}"),
@@ -80,7 +79,9 @@ impl<E: Endpoint> Envelope<E> {
             return (ApiError::new(StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed, msg), allow);
         }
         if let Some(e) = err.downcast_ref::<ParseParamError>() {
-            return (ApiError::field(e.name, &e.reason), None);
+            // poem-openapi's words for a required parameter left out ("Type \"X\" expects an input value."), in ours.
+            let reason = if e.reason.ends_with("expects an input value.") { "required".to_string() } else { e.reason.clone() };
+            return (ApiError::field(e.name, reason), None);
         }
         if err.is::<AuthorizationError>() {
             return (ApiError::unauthorized("missing credentials: send the API key as X-API-Key or Authorization: Bearer"), None);

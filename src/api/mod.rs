@@ -17,6 +17,8 @@ mod accounts;
 pub mod agents;
 mod billing;
 mod calculate;
+mod corrections;
+pub mod filing;
 mod guides;
 mod health;
 mod keys;
@@ -33,7 +35,6 @@ mod report;
 mod trades;
 mod wallets;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use poem::{Endpoint, EndpointExt, Route};
@@ -175,6 +176,8 @@ pub enum ApiTags {
     Calculate,
     /// The ledger: calculations recorded by keyed calls, records ingested in bulk, and their history.
     Transactions,
+    /// What to file: the liability report per state, period and jurisdiction, and the periods marked filed.
+    Filing,
     /// Where the account has nexus, and where its sales approach a state's economic-nexus threshold.
     Nexus,
     /// Sign up, log in, the account view and its agents.
@@ -228,7 +231,7 @@ pub type Apis = (
     rates::PublicRatesApi,
     guides::GuidesApi,
     // poem-openapi implements OpenApi for tuples of up to 16: further APIs are nested.
-    (report::ReportApi, partners::PartnersApi),
+    (report::ReportApi, partners::PartnersApi, corrections::CorrectionsApi, filing::FilingApi),
 );
 
 pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
@@ -248,7 +251,12 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         agents::AgentsApi(state.clone()),
         rates::PublicRatesApi(state.clone()),
         guides::GuidesApi(state.clone()),
-        (report::ReportApi(state.clone()), partners::PartnersApi(state)),
+        (
+            report::ReportApi(state.clone()),
+            partners::PartnersApi(state.clone()),
+            corrections::CorrectionsApi(state.clone()),
+            filing::FilingApi(state),
+        ),
     );
     OpenApiService::new(apis, "levy tax-intelligence API", INTERFACE_VERSION)
         .description(
@@ -340,26 +348,12 @@ fn close_objects(schema: &mut serde_json::Value) {
     }
 }
 
-fn allowed_methods(spec: &str) -> HashMap<String, Vec<String>> {
-    let doc: serde_json::Value = serde_json::from_str(spec).unwrap_or_default();
-    let mut out = HashMap::new();
-    if let Some(paths) = doc.get("paths").and_then(|p| p.as_object()) {
-        for (path, ops) in paths {
-            let mut methods: Vec<String> = ops.as_object().map(|o| o.keys().map(|m| m.to_ascii_uppercase()).collect()).unwrap_or_default();
-            methods.sort();
-            out.insert(path.clone(), methods);
-        }
-    }
-    out
-}
-
 /// The whole application: API routes, the document, the docs page, and the envelope layer around them.
 pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Output = poem::Response> {
     let bounds = state.limits.bounds;
     let service = openapi_service(state.clone());
     let spec = document(&service);
     let _ = state.agents_guide.set(agents::guide(&spec, &state));
-    let allow = Arc::new(allowed_methods(&spec));
     let queries = Arc::new(query::QueryParameters::from_spec(&spec));
     let docs = service.swagger_ui();
     let spec_for_tools = spec.clone();
@@ -376,7 +370,7 @@ pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Out
         .with(poem::middleware::CatchPanic::new());
     let body_budget = payload::BodyBudget::new(&bounds);
     let metrics = state.metrics.clone();
-    let rest = middleware::Envelope { inner: route.map_to_response(), allow, trust_forwarded_for, bounds, body_budget, queries, metrics };
+    let rest = middleware::Envelope { inner: route.map_to_response(), trust_forwarded_for, bounds, body_budget, queries, metrics };
     // MCP's tools are REST calls made in-process through the same envelope (src/mcp/).
     let rest = Arc::new(rest.boxed());
     let mcp = crate::mcp::http::endpoint(rest.clone(), &spec_for_tools, state.public_url.as_deref(), bounds.max_body_bytes);

@@ -26,6 +26,11 @@ impl Operation {
     pub fn id(&self) -> &str {
         &self.id
     }
+
+    /// Whether its template matches a path's segments (a `{parameter}` matches any non-empty one).
+    fn answers(&self, parts: &[&str]) -> bool {
+        self.segments.len() == parts.len() && self.segments.iter().zip(parts).all(|(s, p)| s.as_deref().map_or(!p.is_empty(), |s| s == *p))
+    }
 }
 
 /// The query parameters of every operation of a document.
@@ -68,12 +73,18 @@ impl QueryParameters {
         let parts: Vec<&str> = path.split('/').collect();
         self.operations
             .iter()
-            .filter(|op| {
-                op.method.eq_ignore_ascii_case(method)
-                    && op.segments.len() == parts.len()
-                    && op.segments.iter().zip(&parts).all(|(s, p)| s.as_deref().map_or(!p.is_empty(), |s| s == *p))
-            })
+            .filter(|op| op.method.eq_ignore_ascii_case(method) && op.answers(&parts))
             .max_by_key(|op| op.segments.iter().filter(|s| s.is_some()).count())
+    }
+
+    /// The methods the documented operations at this path answer, sorted (a 405's Allow header); empty when none
+    /// does.
+    pub fn methods_at(&self, path: &str) -> Vec<&str> {
+        let parts: Vec<&str> = path.split('/').collect();
+        let mut methods: Vec<&str> = self.operations.iter().filter(|op| op.answers(&parts)).map(|op| op.method.as_str()).collect();
+        methods.sort_unstable();
+        methods.dedup();
+        methods
     }
 
     /// `Err` naming every query parameter of the request that its operation does not document.

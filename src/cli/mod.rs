@@ -6,6 +6,7 @@ pub mod diff;
 mod explain;
 mod import;
 pub mod partners;
+pub mod reports;
 
 use std::path::Path;
 

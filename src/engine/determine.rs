@@ -291,6 +291,8 @@ pub struct Leg {
     pub note: Option<String>,
     /// For ambiguous rules: each reading with the tax it gives.
     pub readings: Vec<(String, Decimal, Citation)>,
+    /// Whether the rule that decided the leg reads `is_b2b` (an exempt leg is then a business-to-business exemption).
+    pub reads_b2b: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -1069,9 +1071,12 @@ fn rate_legs(cx: &mut Ctx, j: &Jurisdiction, cls: &Classified, rates: &Rates) ->
                 (Decimal::ZERO, Decimal::ZERO, Decimal::ONE, LegResult::Exempt(kind.clone()), Some(reason.clone()))
             }
         };
-        let mut rule_mentions_dct = false;
+        let (mut rule_mentions_dct, mut reads_b2b) = (false, false);
         if let Some(w) = &rule.when {
-            w.visit_facts(&mut |f, _| rule_mentions_dct |= f == Fact::digital_content_type);
+            w.visit_facts(&mut |f, _| {
+                rule_mentions_dct |= f == Fact::digital_content_type;
+                reads_b2b |= f == Fact::is_b2b;
+            });
         }
         if rule_mentions_dct {
             content_type_rule = Some(rule.id.clone());
@@ -1091,6 +1096,7 @@ fn rate_legs(cx: &mut Ctx, j: &Jurisdiction, cls: &Classified, rates: &Rates) ->
             citation: rule.citation.clone(),
             note: rule.note.clone(),
             readings: rated.readings,
+            reads_b2b,
         });
     }
     Ok(Taxed { legs, rating_facts, content_type_rule })

@@ -669,6 +669,11 @@ impl Ledger {
                 metadata: entry.metadata.as_ref().map(|m| Value::Object(m.clone()).to_string()),
                 request: entry.raw.to_string(),
                 result: text,
+                dated: super::corrections::day_number(today),
+                refund_of: None,
+                voided_at: None,
+                refunds: 0,
+                liability: serde_json::to_string(&super::liability::Liability::of(det)).ok(),
             });
         }
         add_sales(&mut revenue, &sales);

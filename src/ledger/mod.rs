@@ -8,6 +8,9 @@
 //! which the API turns into its error envelope.
 
 mod batch;
+pub mod corrections;
+pub mod liability;
+pub mod report;
 
 use chrono::{Datelike, NaiveDate, TimeZone, Utc};
 

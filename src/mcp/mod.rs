@@ -1,8 +1,8 @@
 //! levy's operations as Model Context Protocol tools (rmcp, the official Rust SDK; docs/decisions.md, "MCP").
 //!
 //! - A tool is an operation of the OpenAPI document (`tools::TOOLS` names which): its input schema is the
-//!   operation's request body schema, or an object of its query parameters; its method and path are the
-//!   operation's. Nothing of an operation is written twice.
+//!   operation's request body schema, or an object of its query parameters, with its path parameters as required
+//!   properties beside them; its method and path are the operation's. Nothing of an operation is written twice.
 //! - A call is the REST call it stands for, made with the caller's credentials: in-process on the service's own
 //!   `/mcp` (`http`), or over HTTP to a levy server from `levy mcp` on stdio (`stdio`). Limits, payment and
 //!   authentication are therefore the REST API's, and so are its answers: a 2xx is the tool's result, any other
@@ -87,7 +87,10 @@ enum Input {
 #[derive(Debug, Clone)]
 struct Operation {
     method: Method,
+    /// With `{name}` where a path parameter goes.
     path: String,
+    /// The arguments that fill the path, not the body or the query.
+    path_params: Vec<String>,
     input: Input,
 }
 
@@ -108,6 +111,7 @@ impl Catalog {
             let (method, path, op) = find_operation(doc, spec.operation)
                 .unwrap_or_else(|| panic!("tool {}: no operation {} in the document", spec.name, spec.operation));
             let (input, schema) = input_schema(doc, op);
+            let path_params = parameters(op, "path").iter().filter_map(|p| p["name"].as_str().map(str::to_string)).collect();
             let mut annotations = ToolAnnotations::new();
             annotations = match spec.effect {
                 Effect::Reads => annotations.read_only(true).destructive(false).idempotent(true),
@@ -120,7 +124,7 @@ impl Catalog {
                 tool = tool.with_title(title);
             }
             tools.push(tool);
-            operations.insert(spec.name.to_string(), Operation { method, path, input });
+            operations.insert(spec.name.to_string(), Operation { method, path, path_params, input });
         }
         Catalog { tools, operations }
     }
@@ -132,12 +136,23 @@ impl Catalog {
     /// The REST call for a call of tool `name`, or `None` for a tool that does not exist.
     pub fn call(&self, name: &str, arguments: Option<&JsonObject>) -> Option<RestCall> {
         let op = self.operations.get(name)?;
-        let empty = Map::new();
-        let args = arguments.unwrap_or(&empty);
+        let mut args = arguments.cloned().unwrap_or_default();
+        // The path parameters come out of the arguments into the path (a missing one leaves an empty segment,
+        // which no route matches).
+        let mut path = op.path.clone();
+        for p in &op.path_params {
+            let value = match args.remove(p) {
+                Some(Value::String(s)) => s,
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            path = path.replace(&format!("{{{p}}}"), &percent_encoding::utf8_percent_encode(&value, SEGMENT).to_string());
+        }
+        let args = &args;
         Some(match op.input {
             Input::Body => RestCall {
                 method: op.method.clone(),
-                target: op.path.clone(),
+                target: path,
                 body: Some(serde_json::to_vec(&Value::Object(args.clone())).unwrap_or_default()),
             },
             Input::Query => {
@@ -155,12 +170,15 @@ impl Catalog {
                         Some(format!("{}={}", encode(k), encode(&value)))
                     })
                     .collect();
-                let target = if query.is_empty() { op.path.clone() } else { format!("{}?{}", op.path, query.join("&")) };
+                let target = if query.is_empty() { path } else { format!("{path}?{}", query.join("&")) };
                 RestCall { method: op.method.clone(), target, body: None }
             }
         })
     }
 }
+
+/// What a path segment leaves as it is: the unreserved characters (RFC 3986 §2.3).
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
 
 fn encode(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
@@ -183,32 +201,51 @@ fn find_operation<'d>(doc: &'d Value, id: &str) -> Option<(Method, String, &'d V
 /// `$defs`; or, for an operation without a body, an object whose properties are its query parameters. Header
 /// parameters (Idempotency-Key, payment proofs, If-None-Match) are not tool arguments.
 fn input_schema(doc: &Value, op: &Value) -> (Input, JsonObject) {
-    let query: Vec<&Value> = op["parameters"].as_array().into_iter().flatten().filter(|p| p["in"] == "query").collect();
+    let query = parameters(op, "query");
+    let path = parameters(op, "path");
     if let Some(body) = op["requestBody"]["content"]["application/json"]["schema"].as_object() {
         assert!(query.is_empty(), "an operation with a body and query parameters is not a tool: {}", op["operationId"]);
-        return (Input::Body, standalone(doc, object_branch(doc, &Value::Object(body.clone()))));
+        let mut schema = object_branch(doc, &Value::Object(body.clone()));
+        // The body's object (resolved) with the path parameters beside its properties.
+        add_parameters(&mut schema, &path);
+        return (Input::Body, standalone(doc, schema));
     }
-    let mut properties = Map::new();
-    let mut required = Vec::new();
-    for p in query {
+    let mut schema = serde_json::json!({"type": "object", "properties": {}});
+    add_parameters(&mut schema, &path);
+    add_parameters(&mut schema, &query);
+    schema["additionalProperties"] = false.into();
+    (Input::Query, standalone(doc, schema))
+}
+
+/// The operation's parameters found `in` the path or the query.
+fn parameters<'o>(op: &'o Value, place: &str) -> Vec<&'o Value> {
+    op["parameters"].as_array().into_iter().flatten().filter(|p| p["in"] == place).collect()
+}
+
+/// `schema` (an object) with each parameter as a property, its description carried over, required if it is.
+fn add_parameters(schema: &mut Value, params: &[&Value]) {
+    for p in params {
         let name = p["name"].as_str().unwrap_or_default().to_string();
-        let mut schema = p["schema"].clone();
+        let mut property = p["schema"].clone();
         if let Some(description) = p.get("description") {
-            schema["description"] = description.clone();
+            property["description"] = description.clone();
         }
         if p["required"] == true {
-            required.push(Value::String(name.clone()));
+            match schema["required"].as_array_mut() {
+                Some(required) => required.push(Value::String(name.clone())),
+                None => schema["required"] = Value::Array(vec![Value::String(name.clone())]),
+            }
         }
-        properties.insert(name, schema);
+        schema["properties"][name] = property;
     }
-    let mut schema = Map::new();
-    schema.insert("type".into(), "object".into());
-    schema.insert("properties".into(), Value::Object(properties));
-    if !required.is_empty() {
-        schema.insert("required".into(), Value::Array(required));
+}
+
+/// A schema with its `$ref` to a component followed.
+fn resolved<'d>(doc: &'d Value, schema: &'d Value) -> &'d Value {
+    match schema["$ref"].as_str().and_then(|r| r.strip_prefix(COMPONENTS)) {
+        Some(name) => &doc["components"]["schemas"][name],
+        None => schema,
     }
-    schema.insert("additionalProperties".into(), false.into());
-    (Input::Query, standalone(doc, Value::Object(schema)))
 }
 
 /// `schema` with the components it refers to under `$defs`, its references pointing there.
@@ -228,10 +265,7 @@ const COMPONENTS: &str = "#/components/schemas/";
 /// The schema a tool's arguments follow for a body schema: the schema, its `$ref` followed; of a body that is one
 /// object or an array of them (ingest's), the object, since MCP arguments are always an object.
 fn object_branch(doc: &Value, schema: &Value) -> Value {
-    let resolved = match schema["$ref"].as_str().and_then(|r| r.strip_prefix(COMPONENTS)) {
-        Some(name) => &doc["components"]["schemas"][name],
-        None => schema,
-    };
+    let resolved = resolved(doc, schema);
     let alternatives = resolved["anyOf"].as_array().or_else(|| resolved["oneOf"].as_array());
     if let Some(alternatives) = alternatives {
         let objects: Vec<&Value> = alternatives.iter().filter(|a| a["type"] != "array").collect();

@@ -55,6 +55,42 @@ pub const TOOLS: &[ToolSpec] = &[
             Needs an API key; free.",
     },
     ToolSpec {
+        name: "refund_transaction",
+        operation: "refundTransaction",
+        effect: Effect::Records,
+        description: "Refund a recorded transaction (transaction_id from list_transactions), in whole or in part: \
+            amount (default all that is left), tax_lines (only those jurisdictions' tax, e.g. a city tax charged in \
+            error), refund_date (default today; it decides the filing period the refund lands in). The refund is a \
+            ledger row of its own, negative in sales and tax; its tax is the original's in proportion, to the cent, \
+            and never more than remains unrefunded. Needs an API key; free.",
+    },
+    ToolSpec {
+        name: "void_transaction",
+        operation: "voidTransaction",
+        effect: Effect::Replaces,
+        description: "Void a recorded transaction that was a mistake or a duplicate: it and its refunds leave every \
+            total (the liability report, nexus revenue, 1099 totals) and stay listed as voided. Refused once the \
+            state's return for its period is marked filed; refund it instead. Needs an API key; free.",
+    },
+    ToolSpec {
+        name: "get_liability_report",
+        operation: "liabilityReport",
+        effect: Effect::Reads,
+        description: "What to file: per state, tax (sales or use) and period (month, quarter or year) between from \
+            and to, then per jurisdiction (state, county, city, special district), the gross sales, exempt sales by \
+            reason (not taxable, certificate, marketplace facilitator, no nexus, B2B), taxable sales, tax collected, \
+            refunds and voids of the period, and the net tax due. format=csv gives the worksheet. Needs an API key; \
+            free.",
+    },
+    ToolSpec {
+        name: "mark_period_filed",
+        operation: "markPeriodFiled",
+        effect: Effect::Records,
+        description: "Record that a state's return for a period that has ended (YYYY-MM, YYYY-Qn or YYYY) was filed: \
+            its transactions can then no longer be voided, and refunds must be dated in an open period. Needs an \
+            API key; free.",
+    },
+    ToolSpec {
         name: "get_nexus",
         operation: "getNexus",
         effect: Effect::Reads,

@@ -3,15 +3,17 @@
 use std::collections::HashMap;
 
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect,
+};
 
-use super::entity::{state_revenue, transaction, vendor_ytd};
+use super::entity::{filed_period, state_revenue, transaction, vendor_ytd};
 use super::prepared::{Query, Upsert};
 use super::script::{Arg, Execute, Script, ScriptConn, Sql};
 use super::{adding_upserts, inserts, Store, StoreError};
 
 /// The ledger's columns as its inserts write them, each with its PostgreSQL type as an array's element.
-const LEDGER_COLUMNS: [(&str, &str); 14] = [
+const LEDGER_COLUMNS: [(&str, &str); 16] = [
     ("id", "text"),
     ("entity_id", "text"),
     ("created_at", "int8"),
@@ -26,6 +28,8 @@ const LEDGER_COLUMNS: [(&str, &str); 14] = [
     ("metadata", "text"),
     ("request", "text"),
     ("result", "text"),
+    ("dated", "int4"),
+    ("liability", "text"),
 ];
 
 /// The 1099 totals: per (account, counterparty, tax year), the payments' sum and count; returned as stored.
@@ -195,6 +199,8 @@ impl Store {
             .bind(maybe(|r| r.metadata.as_deref()))
             .bind(text(|r| &r.request))
             .bind(text(|r| &r.result))
+            .bind(rows.iter().map(|r| r.dated).collect::<Vec<i32>>())
+            .bind(maybe(|r| r.liability.as_deref()))
             .execute(pg)
             .await
             .map_err(super::script::sqlx_err)?;
@@ -206,7 +212,7 @@ impl Store {
         let columns = LEDGER_COLUMNS.map(|(c, _)| c);
         let values = rows
             .iter()
-            .map(|r| -> [Arg; 14] {
+            .map(|r| -> [Arg; 16] {
                 [
                     (&r.id).into(),
                     (&r.entity_id).into(),
@@ -222,6 +228,8 @@ impl Store {
                     r.metadata.as_ref().into(),
                     (&r.request).into(),
                     (&r.result).into(),
+                    r.dated.into(),
+                    r.liability.as_ref().into(),
                 ]
             })
             .collect();
@@ -267,5 +275,176 @@ impl Store {
             .limit(f.limit)
             .all(&self.db)
             .await?)
+    }
+}
+
+/// What the liability report reads of a ledger row.
+#[derive(Clone, Debug, FromQueryResult)]
+pub struct LedgerFigures {
+    pub role: String,
+    pub buyer_state: String,
+    pub dated: i32,
+    pub amount: String,
+    pub total_tax: String,
+    pub refund_of: Option<String>,
+    pub voided_at: Option<i64>,
+    pub liability: Option<String>,
+}
+
+impl Store {
+    /// Counts a refund on the account's row and returns the row, inside `conn`'s transaction: the write takes the
+    /// row's lock (PostgreSQL) or the database's (SQLite) first, so refunds and voids of one row queue one after
+    /// another. `None` when the account has no such row.
+    pub async fn count_refund<C: ConnectionTrait>(conn: &C, entity_id: &str, id: &str) -> Result<Option<transaction::Model>, StoreError> {
+        let updated = transaction::Entity::update_many()
+            .col_expr(transaction::Column::Refunds, Expr::col(transaction::Column::Refunds).add(1))
+            .filter(transaction::Column::Id.eq(id))
+            .filter(transaction::Column::EntityId.eq(entity_id))
+            .exec(conn)
+            .await?;
+        if updated.rows_affected == 0 {
+            return Ok(None);
+        }
+        Ok(transaction::Entity::find_by_id(id).one(conn).await?)
+    }
+
+    /// Marks the account's row voided at `now_ms` unless it is already, inside `conn`'s transaction (the write takes
+    /// the lock as [`Store::count_refund`]'s does), and returns it with whether this call voided it. `None` when the
+    /// account has no such row.
+    pub async fn void_row<C: ConnectionTrait>(
+        conn: &C,
+        entity_id: &str,
+        id: &str,
+        now_ms: i64,
+    ) -> Result<Option<(transaction::Model, bool)>, StoreError> {
+        let updated = transaction::Entity::update_many()
+            .col_expr(transaction::Column::VoidedAt, Expr::value(now_ms))
+            .filter(transaction::Column::Id.eq(id))
+            .filter(transaction::Column::EntityId.eq(entity_id))
+            .filter(transaction::Column::VoidedAt.is_null())
+            .exec(conn)
+            .await?;
+        let row = transaction::Entity::find_by_id(id).filter(transaction::Column::EntityId.eq(entity_id)).one(conn).await?;
+        Ok(row.map(|r| (r, updated.rows_affected == 1)))
+    }
+
+    /// The refunds recorded of a row, oldest first (voided ones included).
+    pub async fn refunds_of<C: ConnectionTrait>(conn: &C, id: &str) -> Result<Vec<transaction::Model>, StoreError> {
+        Ok(transaction::Entity::find()
+            .filter(transaction::Column::RefundOf.eq(id))
+            .order_by_asc(transaction::Column::CreatedAt)
+            .order_by_asc(transaction::Column::Id)
+            .all(conn)
+            .await?)
+    }
+
+    /// Marks rows voided at `now_ms` (those not already).
+    pub async fn void_rows<C: ConnectionTrait>(conn: &C, ids: &[String], now_ms: i64) -> Result<(), StoreError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        transaction::Entity::update_many()
+            .col_expr(transaction::Column::VoidedAt, Expr::value(now_ms))
+            .filter(transaction::Column::Id.is_in(ids.iter().map(String::as_str)))
+            .filter(transaction::Column::VoidedAt.is_null())
+            .exec(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Writes one ledger row (a refund).
+    pub async fn insert_transaction<C: ConnectionTrait>(conn: &C, row: transaction::Model) -> Result<(), StoreError> {
+        transaction::Entity::insert(row.into_active_model()).exec_without_returning(conn).await?;
+        Ok(())
+    }
+
+    /// Adds to a counterparty's total for a tax year (negative to take away), where the total exists.
+    pub async fn adjust_vendor_total<C: ConnectionTrait>(conn: &C, p: &Payment<'_>, payments: i64) -> Result<(), StoreError> {
+        vendor_ytd::Entity::update_many()
+            .col_expr(vendor_ytd::Column::TotalMicros, Expr::col(vendor_ytd::Column::TotalMicros).add(p.micros))
+            .col_expr(vendor_ytd::Column::Payments, Expr::col(vendor_ytd::Column::Payments).add(payments))
+            .filter(vendor_ytd::Column::EntityId.eq(p.entity_id))
+            .filter(vendor_ytd::Column::CounterpartyId.eq(p.counterparty_id))
+            .filter(vendor_ytd::Column::TaxYear.eq(p.tax_year))
+            .exec(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Adds to a state's monthly revenue (negative to take away), where the bucket exists.
+    pub async fn adjust_state_revenue<C: ConnectionTrait>(conn: &C, s: &Sale<'_>, count: i64) -> Result<(), StoreError> {
+        state_revenue::Entity::update_many()
+            .col_expr(state_revenue::Column::SalesMicros, Expr::col(state_revenue::Column::SalesMicros).add(s.micros))
+            .col_expr(state_revenue::Column::TxCount, Expr::col(state_revenue::Column::TxCount).add(count))
+            .filter(state_revenue::Column::EntityId.eq(s.entity_id))
+            .filter(state_revenue::Column::State.eq(s.state))
+            .filter(state_revenue::Column::Month.eq(s.month))
+            .exec(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// The account's filed periods of a state that hold any of these days (yyyymmdd).
+    pub async fn filed_periods_holding<C: ConnectionTrait>(
+        conn: &C,
+        entity_id: &str,
+        state: &str,
+        days: &[i32],
+    ) -> Result<Vec<filed_period::Model>, StoreError> {
+        let mut any = Condition::any();
+        for &d in days {
+            any = any.add(filed_period::Column::FirstDay.lte(d).and(filed_period::Column::LastDay.gte(d)));
+        }
+        Ok(filed_period::Entity::find()
+            .filter(filed_period::Column::EntityId.eq(entity_id))
+            .filter(filed_period::Column::State.eq(state))
+            .filter(any)
+            .order_by_asc(filed_period::Column::FirstDay)
+            .all(conn)
+            .await?)
+    }
+
+    /// The account's filed periods that overlap the days `from..=to` (yyyymmdd).
+    pub async fn filed_periods_between(&self, entity_id: &str, from: i32, to: i32) -> Result<Vec<filed_period::Model>, StoreError> {
+        Ok(filed_period::Entity::find()
+            .filter(filed_period::Column::EntityId.eq(entity_id))
+            .filter(filed_period::Column::FirstDay.lte(to))
+            .filter(filed_period::Column::LastDay.gte(from))
+            .all(&self.db)
+            .await?)
+    }
+
+    /// Records a filed period; the one already recorded when it was (then nothing changes).
+    pub async fn mark_filed(&self, row: filed_period::Model) -> Result<(filed_period::Model, bool), StoreError> {
+        let key = (row.entity_id.clone(), row.state.clone(), row.period.clone());
+        let insert = filed_period::Entity::insert(row.into_active_model())
+            .on_conflict(
+                sea_orm::sea_query::OnConflict::columns([
+                    filed_period::Column::EntityId,
+                    filed_period::Column::State,
+                    filed_period::Column::Period,
+                ])
+                .do_nothing()
+                .to_owned(),
+            )
+            .exec_without_returning(&self.writer)
+            .await?;
+        let stored = filed_period::Entity::find_by_id(key).one(&self.writer).await?;
+        let stored = stored.ok_or_else(|| StoreError::Other("a filed period vanished as it was recorded".into()))?;
+        Ok((stored, insert == 0))
+    }
+
+    /// What the liability report reads of the account's rows dated `from..=to` (yyyymmdd), voided ones included.
+    pub async fn ledger_figures(&self, entity_id: &str, from: i32, to: i32, state: Option<&str>) -> Result<Vec<LedgerFigures>, StoreError> {
+        use transaction::Column as C;
+        let mut q = transaction::Entity::find()
+            .select_only()
+            .columns([C::Role, C::BuyerState, C::Dated, C::Amount, C::TotalTax, C::RefundOf, C::VoidedAt, C::Liability])
+            .filter(C::EntityId.eq(entity_id))
+            .filter(C::Dated.between(from, to));
+        if let Some(st) = state {
+            q = q.filter(C::BuyerState.eq(st));
+        }
+        Ok(q.into_model::<LedgerFigures>().all(&self.db).await?)
     }
 }

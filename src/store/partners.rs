@@ -242,8 +242,8 @@ impl Store {
         Ok(Claimed::Now(Box::new(user)))
     }
 
-    /// Ledger rows per account of a partner's users with `from_ms <= created_at < to_ms` (accounts without any are
-    /// left out).
+    /// Calls recorded in the ledger (refunds are not calls) per account of a partner's users with
+    /// `from_ms <= created_at < to_ms` (accounts without any are left out).
     pub async fn partner_calls(&self, partner_id: &str, from_ms: i64, to_ms: i64) -> Result<Vec<UserCalls>, StoreError> {
         let backend = self.db.get_database_backend();
         let (p1, p2, p3) = match backend {
@@ -253,7 +253,7 @@ impl Store {
         let sql = format!(
             r#"SELECT "t"."entity_id" AS "entity_id", COUNT(*) AS "calls" FROM "transactions" AS "t"
                JOIN "partner_users" AS "u" ON "u"."entity_id" = "t"."entity_id"
-               WHERE "u"."partner_id" = {p1} AND "t"."created_at" >= {p2} AND "t"."created_at" < {p3}
+               WHERE "u"."partner_id" = {p1} AND "t"."created_at" >= {p2} AND "t"."created_at" < {p3} AND "t"."refund_of" IS NULL
                GROUP BY "t"."entity_id""#
         );
         let stmt = Statement::from_sql_and_values(backend, sql, [partner_id.into(), from_ms.into(), to_ms.into()]);

@@ -44,12 +44,15 @@ impl Store {
         Ok(report_run::Entity::find_by_id((entity_id.to_string(), month)).one(&self.db).await?.map_or(0, |r| r.runs))
     }
 
-    /// The account's ledger rows created at or after `since_ms`, newest first, at most `limit`.
+    /// The account's calculations (neither refunds nor voided rows) created at or after `since_ms`, newest first, at
+    /// most `limit`.
     pub async fn ledger_since(&self, entity_id: &str, since_ms: i64, limit: u64) -> Result<Vec<transaction::Model>, StoreError> {
         use sea_orm::QuerySelect;
         Ok(transaction::Entity::find()
             .filter(transaction::Column::EntityId.eq(entity_id))
             .filter(transaction::Column::CreatedAt.gte(since_ms))
+            .filter(transaction::Column::RefundOf.is_null())
+            .filter(transaction::Column::VoidedAt.is_null())
             .order_by_desc(transaction::Column::CreatedAt)
             .order_by_desc(transaction::Column::Id)
             .limit(limit)

@@ -136,7 +136,14 @@ async fn every_example_of_the_guide_runs(backend: Backend) {
             headers.iter().filter(|(n, _)| n != "Content-Type").map(|(n, v)| (n.clone(), fill(v))).collect();
         let header_refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
         let body = body.map(|b| fill(&b));
-        let r = app.request(&method, &fill(&target), None, &header_refs, body.as_deref()).await;
+        let mut target = fill(&target);
+        if target.contains("<TRANSACTION_ID>") {
+            // The ingest example's record (external_tx_id inv-1001): 1,000 into Austin, 66.00.
+            let list = app.get("/api/v1/transactions", Some(&runner.key)).await;
+            let row = list.json["transactions"].as_array().unwrap().iter().find(|t| t["external_tx_id"] == "inv-1001").unwrap();
+            target = target.replace("<TRANSACTION_ID>", row["transaction_id"].as_str().unwrap());
+        }
+        let r = app.request(&method, &target, None, &header_refs, body.as_deref()).await;
         assert_eq!(r.status, example.status, "{id}: {line}\n{}", r.text);
         for (pointer, want) in &example.expect {
             let got = r.json.pointer(pointer).unwrap_or_else(|| panic!("{id}: no {pointer} in {}", r.text));

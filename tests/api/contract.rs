@@ -313,7 +313,13 @@ async fn documented_request_enums_are_the_validated_lists() {
         };
         // GET /rates reads its format with the list it documents (src/api/rates.rs, RatesFormat::VALUES).
         let rates_format = (at == "GET /api/v1/rates" && field == "format").then(|| levy::api::schema::rates::RatesFormat::VALUES.to_vec());
-        let Some(validated) = rates_format.or_else(|| validated_values(field)) else {
+        // GET /reports/liability reads its period and format with the lists it documents (src/api/filing.rs).
+        let report = match (at == "GET /api/v1/reports/liability", field.as_str()) {
+            (true, "period") => Some(levy::ledger::report::Granularity::VALUES.to_vec()),
+            (true, "format") => Some(levy::api::schema::filing::ReportFormat::VALUES.to_vec()),
+            _ => None,
+        };
+        let Some(validated) = rates_format.or(report).or_else(|| validated_values(field)) else {
             panic!("{at}: `{field}` documents an enum with no validated list to compare with: {documented:?}")
         };
         assert_eq!(documented, &validated, "{at}: `{field}` documents {documented:?}, the service validates {validated:?}");

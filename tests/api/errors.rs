@@ -23,6 +23,9 @@ async fn envelope_for_every_failure(app: TestApp) {
     let r = app.request("DELETE", "/api/v1/nexus", Some(&a.key), &[], None).await;
     assert_eq!(r.status, 405);
     assert_eq!(r.header("allow").as_deref(), Some("GET, POST"));
+    // On a path with a parameter too.
+    let r = app.request("GET", "/api/v1/transactions/tx_1/void", Some(&a.key), &[], None).await;
+    assert_eq!((r.status, r.header("allow").as_deref()), (405, Some("POST")));
 
     // The caller's request id is echoed.
     let r = app.request("POST", "/api/v1/calculate", Some(&a.key), &[("X-Request-Id", "trace-42")], Some("{not json")).await;

@@ -30,6 +30,7 @@ mod partners;
 mod pricing;
 mod query;
 mod rates;
+mod refunds;
 mod report;
 mod tenancy;
 mod wallets;

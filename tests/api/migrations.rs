@@ -44,6 +44,17 @@ async fn packed_rows_are_unpacked(backend: Backend) {
     let rows = conn.query_all(Statement::from_string(b, r#"SELECT "id", "result" FROM "transactions" ORDER BY "id""#)).await.unwrap();
     let got: Vec<(String, String)> = rows.iter().map(|r| (r.try_get("", "id").unwrap(), r.try_get("", "result").unwrap())).collect();
     assert_eq!(got, vec![("tx_packed".to_string(), body.to_string()), ("tx_text".to_string(), r#"{"total_tax":1.0}"#.to_string())]);
+    // m20261128_000001 dated each row by its UTC day (created_at 1 ms is 1970-01-01), none voided or refunded.
+    let dated = conn
+        .query_all(Statement::from_string(b, r#"SELECT "dated", "refunds", "voided_at", "liability" FROM "transactions" ORDER BY "id""#))
+        .await
+        .unwrap();
+    for r in &dated {
+        assert_eq!(r.try_get::<i32>("", "dated").unwrap(), 19700101);
+        assert_eq!(r.try_get::<i32>("", "refunds").unwrap(), 0);
+        assert_eq!(r.try_get::<Option<i64>>("", "voided_at").unwrap(), None);
+        assert_eq!(r.try_get::<Option<String>>("", "liability").unwrap(), None);
+    }
     // The packing columns and the dictionaries are gone. (Unquoted: SQLite reads a double-quoted name that is no
     // column as a string.)
     for gone in ["SELECT result_zstd FROM transactions", "SELECT result_dictionary FROM transactions", "SELECT * FROM ledger_dictionaries"]

@@ -31,6 +31,16 @@ async fn accounts_are_walled_off(app: TestApp) {
     let r = app.get("/api/v1/transactions", Some(&b.key)).await;
     assert_eq!(r.json["count"], json!(0));
     assert!(!r.text.contains(&a_tx));
+    // B can neither refund nor void A's transaction (404, as for one that does not exist), and B's liability report
+    // holds none of A's sales.
+    for action in ["refund", "void"] {
+        let r = app.post(&format!("/api/v1/transactions/{a_tx}/{action}"), Some(&b.key), &json!({})).await;
+        assert_eq!((r.status, r.json["code"].as_str()), (404, Some("RESOURCE_NOT_FOUND")), "{action}: {}", r.text);
+    }
+    let r = app.get("/api/v1/reports/liability?from=2026-01-01&to=2026-12-31", Some(&b.key)).await;
+    assert_eq!(r.json["returns"], json!([]), "{}", r.text);
+    let r = app.get("/api/v1/reports/liability?from=2026-01-01&to=2026-12-31", Some(&a.key)).await;
+    assert_eq!(r.json["returns"].as_array().map(Vec::len), Some(1), "{}", r.text);
     // Ingest: B's external id space is its own; A's record is not returned to B.
     let r = app
         .post(

@@ -27,6 +27,10 @@ EXAMPLES = {
     "calculate_tax": CALCULATE,
     "ingest_transactions": dict(CALCULATE, external_tx_id="order-77"),
     "list_transactions": {"limit": 5, "role": "seller"},
+    "refund_transaction": None,
+    "void_transaction": None,
+    "get_liability_report": {"from": "2026-01-01", "to": "2026-12-31", "period": "quarter"},
+    "mark_period_filed": {"state": "TX", "period": "2025-12"},
     "get_nexus": {},
     "configure_nexus": {"nexus": {"TX": {"hasNexus": True}}},
     "get_nexus_alerts": {},
@@ -72,7 +76,27 @@ def resolve(schema, components):
     return schema
 
 
+def with_parameters(schema, operation, place):
+    """The object schema with the operation's parameters found in `place` as properties (required if they are)."""
+    schema = dict(schema)
+    props, required = dict(schema.get("properties", {})), list(schema.get("required", []))
+    for p in operation.get("parameters", []):
+        if p["in"] != place:
+            continue
+        s = dict(p["schema"])
+        if "description" in p:
+            s["description"] = p["description"]
+        props[p["name"]] = s
+        if p.get("required"):
+            required.append(p["name"])
+    schema["properties"] = props
+    if required:
+        schema["required"] = required
+    return schema
+
+
 def expected_input(doc, operation):
+    """A tool's arguments: the body's object, or an object of the query parameters, and the path parameters."""
     components = doc["components"]["schemas"]
     body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
     if body is not None:
@@ -82,20 +106,10 @@ def expected_input(doc, operation):
             objects = [a for a in alternatives if a.get("type") != "array"]
             if len(objects) == 1:
                 schema = objects[0]
-        return schema
-    props, required = {}, []
-    for p in operation.get("parameters", []):
-        if p["in"] != "query":
-            continue
-        s = dict(p["schema"])
-        if "description" in p:
-            s["description"] = p["description"]
-        props[p["name"]] = s
-        if p.get("required"):
-            required.append(p["name"])
-    out = {"type": "object", "properties": props, "additionalProperties": False}
-    if required:
-        out["required"] = required
+        return resolve(with_parameters(schema, operation, "path"), components)
+    out = with_parameters({"type": "object", "properties": {}}, operation, "path")
+    out = with_parameters(out, operation, "query")
+    out["additionalProperties"] = False
     return resolve(out, components)
 
 
@@ -120,7 +134,11 @@ async def session(client, doc, everything):
             t.name: resolve(t.input_schema, t.input_schema.get("$defs", {})) == expected_input(doc, by_title[t.title])
             for t in listed
         }
-        seen["calls"] = {name: outcome(await client.call_tool(name, args)) for name, args in EXAMPLES.items()}
+        # The corrections take the transaction just recorded: a tenth of it refunded, then it voided with the refund.
+        tx = seen["calculate"]["structured"]["transaction_id"]
+        examples = dict(EXAMPLES, refund_transaction={"transaction_id": tx, "amount": 100, "reason": "one seat returned"},
+                        void_transaction={"transaction_id": tx})
+        seen["calls"] = {name: outcome(await client.call_tool(name, args)) for name, args in examples.items()}
         seen["malformed"] = outcome(await client.call_tool("calculate_tax", dict(CALCULATE, amount="ten", buyer_state="XX")))
         seen["unknown_tool"] = outcome(await client.call_tool("file_return", {}))
     return seen

@@ -106,19 +106,130 @@ pub struct IngestResponse {
 pub struct TransactionRecord {
     pub transaction_id: String,
     pub created_at: String,
-    /// calculate or ingest.
+    /// calculate, ingest, or refund (a refund of `refund_of`).
     pub source: String,
+    /// recorded, or voided (it counts in no total).
+    pub status: TransactionStatus,
+    /// The day (UTC, YYYY-MM-DD) that places it in a filing period: the day it was recorded, or a refund's date.
+    pub dated: String,
+    /// When it was voided; null while it counts.
+    pub voided_at: Option<String>,
+    /// For a refund: the transaction it refunds; null otherwise.
+    pub refund_of: Option<String>,
+    /// How many refunds of it were recorded (voided ones included).
+    pub refunds: u32,
     pub role: String,
     pub buyer_state: String,
     pub counterparty_id: String,
-    /// The calculation's amount (USD, as sent).
+    /// The calculation's amount (USD, as sent); a refund's is negative.
     pub amount: Exact,
-    /// The calculation's total_tax (USD).
+    /// The calculation's total_tax (USD); a refund's is negative.
     pub total_tax: Usd,
     pub external_tx_id: Option<String>,
     /// As sent with the record, or null.
     pub metadata: Option<Metadata>,
-    pub calculation: RecordedCalculation,
+    /// The calculation recorded; null for a refund.
+    pub calculation: Option<RecordedCalculation>,
+    /// For a refund, its answer as POST /transactions/{transaction_id}/refund gave it; null otherwise.
+    pub refund: Option<RefundResult>,
+}
+
+/// Whether a ledger row counts in the totals.
+#[derive(poem_openapi::Enum, Clone, Copy, Debug, PartialEq, Eq)]
+#[oai(rename_all = "snake_case")]
+pub enum TransactionStatus {
+    Recorded,
+    Voided,
+}
+
+super::param::documented!(
+    /// A sale amount refunded: USD greater than 0, at most 100000000, in cents. A decimal string is accepted.
+    RefundAmount => MetaSchema { minimum: Some(0.01), maximum: Some(1e8), multiple_of: Some(0.01), ..MetaSchema::new("number") }
+);
+
+/// Body of POST /api/v1/transactions/{transaction_id}/refund. Every field is optional: an empty object refunds
+/// what is left of the whole transaction, dated today.
+#[derive(Object)]
+#[oai(deny_unknown_fields)]
+pub struct RefundBody {
+    /// The sale amount refunded (USD); all that is left when absent. Never more than what remains unrefunded.
+    pub amount: Option<RefundAmount>,
+    /// The jurisdictions whose tax is refunded (the `jurisdiction_id`s of the transaction's lines, as GET
+    /// /api/v1/reports/liability and the refund answer name them: `TX`, `tx.austin`); every one when absent.
+    #[oai(validator(min_items = 1, max_items = 50))]
+    pub tax_lines: Option<Vec<JurisdictionId>>,
+    /// The refund's date (YYYY-MM-DD, UTC): the filing period it lands in. Default today; not before the
+    /// transaction's date, not after today, not in a period marked filed.
+    pub refund_date: Option<super::param::IsoDate>,
+    /// Why, for the record (kept with the refund).
+    #[oai(validator(max_length = 500))]
+    pub reason: Option<String>,
+}
+
+super::param::documented!(
+    /// A jurisdiction's id: a state code (`TX`) or a local or special tax's id in the rule files (`tx.austin`).
+    JurisdictionId => MetaSchema { min_length: Some(1), max_length: Some(100), ..MetaSchema::new("string") }
+);
+
+/// One jurisdiction's part of a refund (negative figures).
+#[derive(Object, Clone)]
+pub struct RefundLine {
+    pub jurisdiction_id: String,
+    /// state, a local level (county, city, special_district, …) or special.
+    pub level: String,
+    pub name: String,
+    /// Sales given back on this line (negative).
+    pub sales: Usd,
+    /// The taxable part of them (negative).
+    pub taxable_sales: Usd,
+    /// Tax given back (negative): the line's tax in proportion to the amount, to the cent.
+    pub tax: Usd,
+    /// The line's tax still unrefunded after this refund.
+    pub tax_remaining: Usd,
+}
+
+/// What remains unrefunded of a transaction.
+#[derive(Object, Clone)]
+pub struct Unrefunded {
+    /// Of the sale amount (at the state's line).
+    pub amount: Usd,
+    /// Of the tax, every line.
+    pub tax: Usd,
+}
+
+/// A refund recorded: its own ledger row, linked to the transaction, negative in sales and tax.
+#[derive(Object, Clone)]
+pub struct RefundResult {
+    pub success: bool,
+    /// The refund's ledger row.
+    pub refund_id: String,
+    /// The transaction refunded.
+    pub transaction_id: String,
+    /// YYYY-MM-DD: the filing period it lands in.
+    pub refund_date: String,
+    /// The sale amount refunded (positive).
+    pub amount: Usd,
+    /// The tax refunded (positive): the sum of the lines' parts.
+    pub tax_refunded: Usd,
+    pub lines: Vec<RefundLine>,
+    pub remaining: Unrefunded,
+    #[oai(skip_serializing_if_is_none)]
+    pub reason: Option<String>,
+    pub created_at: String,
+}
+
+/// A void: the transaction (and its refunds) taken out of every total.
+#[derive(Object)]
+pub struct VoidResult {
+    pub success: bool,
+    pub transaction_id: String,
+    /// voided.
+    pub status: TransactionStatus,
+    pub voided_at: String,
+    /// False when it was voided before: nothing changed.
+    pub voided_now: bool,
+    /// Its refunds voided with it.
+    pub refunds_voided: Vec<String>,
 }
 
 #[derive(Object)]

@@ -8,6 +8,7 @@
 pub mod accounts;
 pub mod billing;
 pub mod calculate;
+pub mod filing;
 pub mod gains;
 pub mod guides;
 pub mod ledger;

@@ -202,6 +202,11 @@ documented!(
 );
 
 documented!(
+    /// A filing period of 2000 to 2099: a month (YYYY-MM), a quarter (YYYY-Qn) or a year (YYYY).
+    PeriodParam => MetaSchema { pattern: Some(r"^20\d{2}(-(0[1-9]|1[0-2])|-Q[1-4])?$".to_string()), ..MetaSchema::new("string") }
+);
+
+documented!(
     /// 1 to 255 visible ASCII characters (a UUID is a good choice); any other value is 400 IDEMPOTENCY_KEY_INVALID.
     IdempotencyKey => MetaSchema {
         min_length: Some(1),

@@ -7,6 +7,7 @@ pub mod counter;
 pub mod disposition;
 #[allow(clippy::module_inception, reason = "the accounts table is `entities`, the spec's word for an account")]
 pub mod entity;
+pub mod filed_period;
 pub mod idempotency;
 pub mod lot;
 pub mod mpp_payment;

@@ -1,4 +1,5 @@
-//! One ledger row: a keyed calculate call or an ingested record, with its request and full result.
+//! One ledger row: a keyed calculate call or an ingested record, with its request and full result; or a refund of
+//! one, negative in amount and tax.
 
 use sea_orm::entity::prelude::*;
 
@@ -22,8 +23,19 @@ pub struct Model {
     pub metadata: Option<String>,
     /// The validated request body (JSON text).
     pub request: String,
-    /// The full calculate response returned for it (JSON text).
+    /// The full calculate response returned for it (JSON text); for a refund, the refund's answer.
     pub result: String,
+    /// The UTC day (yyyymmdd) that places the row in a filing period: the day it was recorded, or a refund's date.
+    pub dated: i32,
+    /// For a refund, the row it refunds.
+    pub refund_of: Option<String>,
+    /// When the row was voided (then it counts in no total).
+    pub voided_at: Option<i64>,
+    /// How many refunds of this row were recorded (voided ones included).
+    pub refunds: i32,
+    /// What the row owes by jurisdiction (`ledger::liability::Liability` as JSON text); none on rows recorded before
+    /// refunds existed.
+    pub liability: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
