@@ -77,9 +77,9 @@ async fn refunds_in_full_and_in_parts(app: TestApp) {
         r.text
     );
 
-    // The rest (no amount): exactly what is left of each line, 30.00 + 4.80 + 4.80 = 39.60, so that the two
-    // refunds give back 66.00 to the cent.
-    let r = refund(&app, &a.key, &tx, json!({})).await;
+    // The other 600, which reaches the total: exactly what is left of each line, 30.00 + 4.80 + 4.80 = 39.60, so
+    // that the two refunds give back 66.00 to the cent.
+    let r = refund(&app, &a.key, &tx, json!({"amount": 600})).await;
     assert_eq!(r.status, 201, "{}", r.text);
     assert_eq!((num(&r.json["amount"]), num(&r.json["tax_refunded"])), (600.0, 39.60));
     assert_eq!(
@@ -120,6 +120,12 @@ async fn refunds_in_full_and_in_parts(app: TestApp) {
     let r = refund(&app, &b.key, &tx, json!({})).await;
     assert_eq!((r.status, r.json["code"].as_str()), (404, Some("RESOURCE_NOT_FOUND")), "{}", r.text);
 
+    // A full refund in one call (no amount): the whole 1,000 and its 66.00.
+    let whole = sale(&app, &a.key, json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "acme"})).await;
+    let r = refund(&app, &a.key, &whole, json!({})).await;
+    assert_eq!((r.status, num(&r.json["amount"]), num(&r.json["tax_refunded"])), (201, 1000.0, 66.0), "{}", r.text);
+    assert_eq!((num(&r.json["remaining"]["amount"]), num(&r.json["remaining"]["tax"])), (0.0, 0.0));
+
     // A refund of one jurisdiction's tax: the city's 8.00 on a new sale, nothing of the state's or the MTA's.
     let tx2 = sale(&app, &a.key, json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "acme"})).await;
     let r = refund(&app, &a.key, &tx2, json!({"tax_lines": [AUSTIN]})).await;
@@ -139,9 +145,9 @@ async fn refunds_in_full_and_in_parts(app: TestApp) {
         assert_eq!(r.status, 400, "{}", r.text);
         assert!(r.text.contains(says), "{}", r.text);
     }
-    // The optimization report examines calculations: the two sales, not their three refunds.
+    // The optimization report examines calculations: the three sales, not their four refunds.
     let r = app.get("/api/v1/optimization-report", Some(&a.key)).await;
-    assert_eq!(r.json["window"]["transactions_examined"], json!(2), "{}", r.text);
+    assert_eq!(r.json["window"]["transactions_examined"], json!(3), "{}", r.text);
     // Unknown fields and bad amounts are refused by the schema.
     let r = refund(&app, &a.key, &tx2, json!({"amount": 0, "note": "x"})).await;
     assert_eq!(r.status, 400, "{}", r.text);
