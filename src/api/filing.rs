@@ -142,16 +142,10 @@ pub fn liability_view(entity_id: &str, state: Option<&str>, report: &Report, gen
     }
 }
 
-/// A report's days, checked: both given, in order, at most [`MAX_REPORT_DAYS`] apart.
-pub fn report_span(from: Option<&str>, to: Option<&str>, errors: &mut Vec<String>) -> Option<(NaiveDate, NaiveDate)> {
-    let mut day = |name: &str, v: Option<&str>| match v {
-        None => {
-            errors.push(format!("{name}: required (YYYY-MM-DD)"));
-            None
-        }
-        Some(t) => {
-            NaiveDate::parse_from_str(t, "%Y-%m-%d").map_err(|_| errors.push(format!("{name}: `{t}` is not a date (YYYY-MM-DD)"))).ok()
-        }
+/// A report's days, checked: dates, in order, at most [`MAX_REPORT_DAYS`] apart.
+pub fn report_span(from: &str, to: &str, errors: &mut Vec<String>) -> Option<(NaiveDate, NaiveDate)> {
+    let mut day = |name: &str, t: &str| {
+        NaiveDate::parse_from_str(t, "%Y-%m-%d").map_err(|_| errors.push(format!("{name}: `{t}` is not a date (YYYY-MM-DD)"))).ok()
     };
     let (from, to) = (day("from", from)?, day("to", to)?);
     if to < from {
@@ -197,7 +191,7 @@ impl FilingApi {
         let owner = s.authenticate(&auth).await?;
         s.check_burst(&owner.key_id).await?;
         let mut errors = Vec::new();
-        let span = report_span(Some(&from.0 .0), Some(&to.0 .0), &mut errors);
+        let span = report_span(&from.0 .0, &to.0 .0, &mut errors);
         let state = state_query(text(state).0.as_deref(), &mut errors).map(|i| STATES[i]);
         let granularity = listed_query("period", text(period).0.as_deref(), ReportPeriod::VALUES, &mut errors);
         let format = listed_query("format", text(format).0.as_deref(), ReportFormat::VALUES, &mut errors);

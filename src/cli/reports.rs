@@ -21,7 +21,7 @@ pub struct LiabilityArgs<'a> {
 /// `levy reports liability`: the account's report as a table (text), the worksheet (csv) or the API's JSON.
 pub async fn liability(store: &Store, a: &LiabilityArgs<'_>, now_ms: i64) -> Result<String, String> {
     let mut errors = Vec::new();
-    let span = report_span(Some(a.from), Some(a.to), &mut errors);
+    let span = report_span(a.from, a.to, &mut errors);
     let granularity = Granularity::parse(a.period);
     if granularity.is_none() {
         errors.push(format!("--period: `{}` is not one of: {}", a.period, Granularity::VALUES.join(", ")));

@@ -360,7 +360,8 @@ impl<'j> Plan<'j> {
     }
 }
 
-fn micros(d: Decimal) -> i64 {
+/// Dollars as micro-dollars, the unit the running totals are summed in.
+pub(super) fn micros(d: Decimal) -> i64 {
     (d * Decimal::from(1_000_000)).round().to_i64().unwrap_or(i64::MAX)
 }
 

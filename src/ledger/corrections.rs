@@ -13,6 +13,7 @@ use chrono::{Datelike, NaiveDate};
 use rust_decimal::Decimal;
 use sea_orm::{EntityTrait, TransactionTrait};
 
+use super::batch::micros;
 use super::liability::{Liability, RefundProblem};
 use crate::engine::money::cents;
 use crate::security::new_ordered_id;
@@ -102,17 +103,12 @@ pub fn day_of(n: i32) -> NaiveDate {
 
 /// The liability kept with a row, or its totals for a row recorded before liabilities were kept.
 pub fn liability_of(row: &transaction::Model) -> Liability {
-    row.liability.as_deref().and_then(|t| serde_json::from_str(t).ok()).unwrap_or_else(|| {
-        let d = |t: &str| t.parse::<Decimal>().unwrap_or_default();
-        let mut l = Liability::from_totals(&row.buyer_state, d(&row.amount), d(&row.total_tax));
+    let mut l = Liability::kept(row.liability.as_deref(), &row.buyer_state, &row.amount, &row.total_tax);
+    if row.liability.is_none() {
         // (The ledger counted every seller's sale toward nexus then.)
         l.nexus = row.role == "seller" && row.refund_of.is_none();
-        l
-    })
-}
-
-fn micros(d: Decimal) -> i64 {
-    i64::try_from((d * Decimal::from(1_000_000)).round().mantissa()).unwrap_or(0)
+    }
+    l
 }
 
 /// Whether a refund took its amount out of the counterparty's 1099 total: it gave back the sale itself (the

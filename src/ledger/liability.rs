@@ -98,8 +98,17 @@ impl Liability {
         self.lines.first().filter(|l| l.level == "state")
     }
 
+    /// The liability a row keeps (`text`, its `liability` column), or, for a row recorded before liabilities were
+    /// kept, its totals (its `amount` and `total_tax` columns).
+    pub fn kept(text: Option<&str>, state: &str, amount: &str, total_tax: &str) -> Liability {
+        text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or_else(|| {
+            let d = |t: &str| t.parse::<Decimal>().unwrap_or_default();
+            Liability::from_totals(state, d(amount), d(total_tax))
+        })
+    }
+
     /// A row recorded before liabilities were kept: its sales and tax at the state, taxable when it owed tax.
-    pub fn from_totals(state: &str, amount: Decimal, tax: Decimal) -> Liability {
+    fn from_totals(state: &str, amount: Decimal, tax: Decimal) -> Liability {
         let (taxable, exempt) =
             if tax.is_zero() { (Decimal::ZERO, BTreeMap::from([(Reason::NotItemized, amount)])) } else { (amount, BTreeMap::new()) };
         let line = Line { id: state.to_string(), level: "state".into(), name: state.to_string(), gross: amount, taxable, exempt, tax };
@@ -150,8 +159,10 @@ impl Liability {
             exempt,
             tax: Decimal::ZERO,
         });
+        // Every local tax reaches the same legs: the local rate applies to a leg or not.
+        let (local_taxable, local_exempt) = split(&|l| !l.local_rate.is_zero());
         for layer in &det.layers {
-            let (taxable, exempt) = split(&|l| !l.local_rate.is_zero());
+            let (taxable, exempt) = (local_taxable, local_exempt.clone());
             weights.push(
                 det.legs.iter().filter(|l| l.result.is_taxable() && !l.local_rate.is_zero()).map(|l| l.taxable_amount * layer.rate).sum(),
             );
@@ -253,13 +264,11 @@ impl Liability {
         }
         if let Some(a) = amount {
             let least = chosen.iter().map(|&i| remaining[i].gross).min().unwrap_or_default();
+            let tax: Decimal = chosen.iter().map(|&i| remaining[i].tax).sum();
             if a > least {
                 return Err(problem(
                     "amount",
-                    format!("{a} is more than remains unrefunded of this transaction: {} (tax {})", least.normalize(), {
-                        let tax: Decimal = chosen.iter().map(|&i| remaining[i].tax).sum();
-                        tax
-                    }),
+                    format!("{a} is more than remains unrefunded of this transaction: {} (tax {tax})", least.normalize()),
                 ));
             }
         }

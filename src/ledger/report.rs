@@ -11,6 +11,7 @@ use rust_decimal::Decimal;
 
 use super::corrections::{day_number, day_of};
 use super::liability::{Liability, Line, Reason};
+use crate::rules::schema::LOCAL_LEVELS;
 use crate::store::entity::filed_period;
 use crate::store::ledger::LedgerFigures;
 use crate::store::{Store, StoreError};
@@ -191,12 +192,13 @@ pub struct Report {
     pub totals: Totals,
 }
 
-/// Where a level sorts among a return's jurisdictions.
+/// Where a level sorts among a return's jurisdictions: the state, the local levels in the rule files' order, then
+/// the special taxes.
 fn level_rank(level: &str) -> usize {
-    ["state", "county", "parish", "borough", "city", "town", "village", "township", "special_district", "transit", "special"]
-        .iter()
-        .position(|l| *l == level)
-        .unwrap_or(9)
+    match level {
+        "state" => 0,
+        _ => LOCAL_LEVELS.iter().position(|l| *l == level).map_or(LOCAL_LEVELS.len() + 1, |i| i + 1),
+    }
 }
 
 /// The report of these rows (the account's, dated from..=to) by periods of `granularity`.
@@ -204,7 +206,7 @@ pub fn build(rows: &[LedgerFigures], granularity: Granularity, filed: &[filed_pe
     type Key = (String, &'static str, Period);
     let mut returns: BTreeMap<Key, (Totals, HashMap<String, JurisdictionTotals>)> = BTreeMap::new();
     for row in rows {
-        let liability = row_liability(row);
+        let liability = Liability::kept(row.liability.as_deref(), &row.buyer_state, &row.amount, &row.total_tax);
         let tax = if row.role == "buyer" { "use_tax" } else { "sales_tax" };
         let key = (row.buyer_state.clone(), tax, granularity.period_of(row.dated));
         let (totals, jurisdictions) = returns.entry(key).or_default();
@@ -250,15 +252,6 @@ pub async fn of_account(
     let rows = store.ledger_figures(entity_id, first, last, state).await?;
     let filed = store.filed_periods_between(entity_id, first, last).await?;
     Ok(build(&rows, granularity, &filed, from, to))
-}
-
-/// The liability kept with a row, or its totals for a row recorded before liabilities were kept.
-fn row_liability(row: &LedgerFigures) -> Liability {
-    if let Some(l) = row.liability.as_deref().and_then(|t| serde_json::from_str(t).ok()) {
-        return l;
-    }
-    let d = |t: &str| t.parse::<Decimal>().unwrap_or_default();
-    Liability::from_totals(&row.buyer_state, d(&row.amount), d(&row.total_tax))
 }
 
 /// Money with two decimals.
