@@ -79,7 +79,7 @@ async fn seeded() -> (Client, String, tempfile::TempDir) {
             let row = transaction::Model {
                 id: format!("tx_bench_{i:07}"),
                 created_at: at,
-                dated: levy::ledger::corrections::day_number(day),
+                dated: levy::ledger::report::day_number(day),
                 voided_at: (i % 50 == 0).then_some(at),
                 ..t.clone()
             };

@@ -19,6 +19,7 @@ mod m20261126_000004_create_billing;
 mod m20261126_000005_create_network;
 mod m20261126_000006_create_partners;
 mod m20261128_000001_create_refunds_and_filings;
+mod m20261128_000002_one_table_of_paid_calls;
 
 pub struct Migrator;
 
@@ -39,6 +40,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000005_create_network::Migration),
             Box::new(m20261126_000006_create_partners::Migration),
             Box::new(m20261128_000001_create_refunds_and_filings::Migration),
+            Box::new(m20261128_000002_one_table_of_paid_calls::Migration),
         ]
     }
 }

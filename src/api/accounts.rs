@@ -269,7 +269,7 @@ impl AccountsApi {
         let agents = s.store.agents(&account.id).await.map_err(ApiError::from)?;
         let keys = s.store.keys(&account.id).await.map_err(ApiError::from)?;
         let now_ms = s.clock.now_ms();
-        let month_ms = crate::ledger::month_start_ms(now_ms);
+        let month_ms = crate::billing::month_start_ms(now_ms);
         let counts = crate::billing::month_counts(&s.store, &account.id, month_ms).await.map_err(ApiError::from)?;
         let statement = crate::billing::Statement::new(&s.plans, &account, month_ms, now_ms, &counts);
         // The tax plan's line: the figures `usage` has always given.

@@ -16,9 +16,9 @@ use super::schema::billing::{BillingEventAck, CheckoutItem, CheckoutRequest, Che
 use super::schema::param::{MonthParam, Param};
 use super::{ApiTags, AppState};
 use crate::billing::events::Applied;
+use crate::billing::month_start_ms;
 use crate::billing::{money, month_label, parse_month, Product, Statement};
 use crate::error_responses;
-use crate::ledger::month_start_ms;
 use crate::payments::checkout::{self as stripe, Prices, ProcessorError};
 use crate::plans::DEFAULT_PLAN;
 

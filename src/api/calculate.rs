@@ -7,7 +7,6 @@ use crate::clock::iso;
 use poem_openapi::param::Header;
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::Value;
 
 use super::auth::{KeyAuth, KeyOrDemo};
 use super::context::client_ip;
@@ -16,7 +15,7 @@ use super::idempotency::{body_hash, parse_key, Begin};
 use super::payload::{JsonBody, JsonText};
 use super::schema::calculate::{CalculateRequest, Calculation};
 use super::{ApiTags, AppState};
-use crate::engine::{determine, parse_request, render, Input, Request};
+use crate::engine::{determine, parse_request, render, Input};
 use crate::ledger::{Entry, Job, Payer, Source};
 use crate::security::new_id;
 
@@ -209,30 +208,17 @@ impl AppState {
     ) -> (&'static str, Result<CalculateResponse, ApiError>) {
         let s = self;
         let Some(key) = auth.key() else {
+            let Some(way) = super::paid::Way::of(req) else { return ("demo", s.demo_calculation(req, body).await) };
+            let mode = way.mode();
+            if let Err(e) = s.check_payment_attempt(&client_ip()).await {
+                return (mode, Err(e));
+            }
             let idempotency_key = super::idempotency::header_text(req);
-            let (mode, paid) = match (super::mpp::credential_header(req), super::paid::payment_header(req)) {
-                (Some(credential), _) => {
-                    if let Err(e) = s.check_payment_attempt(&client_ip()).await {
-                        return ("mpp", Err(e));
-                    }
-                    ("mpp", s.mpp_calculation(req, &credential, idempotency_key.as_deref(), body).await)
-                }
-                (None, Some(payment)) => {
-                    if let Err(e) = s.check_payment_attempt(&client_ip()).await {
-                        return ("x402", Err(e));
-                    }
-                    ("x402", s.paid_calculation(req, payment, idempotency_key.as_deref(), body).await)
-                }
-                (None, None) => return ("demo", s.demo_calculation(req, body).await),
-            };
-            let result = match paid {
-                Ok(text) => {
-                    s.payment_taken(&client_ip()).await;
-                    Ok(CalculateResponse::Ok(JsonText::new(text)))
-                }
-                Err(e) => Err(e),
-            };
-            return (mode, result);
+            let result = s.paid_calculation(req, way, idempotency_key.as_deref(), body).await;
+            if result.is_ok() {
+                s.payment_taken(&client_ip()).await;
+            }
+            return (mode, result.map(|text| CalculateResponse::Ok(JsonText::new(text))));
         };
         let result = match s.keyed_calculation(&key, super::idempotency::header_text(req).as_deref(), body).await {
             Ok(text) => Ok(CalculateResponse::Ok(JsonText::new(text))),
@@ -244,64 +230,12 @@ impl AppState {
     }
 }
 
-/// The fields a live call may not send (they bypass the account's own records).
-const DEMO_ONLY_FIELDS: &[&str] = &["nexus_override", "vendor_ytd_override"];
-
-/// A validated live request: the engine's view plus the raw object to store.
-pub struct LiveRequest {
-    pub request: Request,
-    pub raw: Value,
-    /// What the request's field names are prefixed with in error messages (`records[3].` for an ingest record).
-    pub prefix: String,
-}
-
-/// Validates a calculate body for a live (keyed) call: the spec's checks plus the demo-only fields.
-pub fn parse_live(value: &Value, prefix: &str) -> Result<LiveRequest, Vec<String>> {
-    parse_refusing(
-        value,
-        prefix,
-        DEMO_ONLY_FIELDS,
-        "only honoured on keyless demo calls; live calls use the account's stored nexus and ledger",
-    )
-}
-
-/// Validates a calculate body for a call paid per call (x402, MPP): `nexus_override` is honoured (the spec gives it
-/// to "x402 inline calls"; a keyless payer has no stored nexus to speak of), `vendor_ytd_override` is not (the
-/// payer's account keeps its own 1099 totals).
-pub fn parse_paid(value: &Value) -> Result<LiveRequest, Vec<String>> {
-    parse_refusing(
-        value,
-        "",
-        &["vendor_ytd_override"],
-        "only honoured on keyless demo calls; a paid call's 1099 total is its account's own",
-    )
-}
-
-fn parse_refusing(value: &Value, prefix: &str, refused: &[&str], why: &str) -> Result<LiveRequest, Vec<String>> {
-    let mut errors: Vec<String> = Vec::new();
-    if let Some(obj) = value.as_object() {
-        for f in refused {
-            if obj.contains_key(*f) {
-                errors.push(format!("{prefix}{f}: {why}"));
-            }
-        }
-    }
-    match parse_request(value) {
-        Ok(request) if errors.is_empty() => Ok(LiveRequest { request, raw: value.clone(), prefix: prefix.to_string() }),
-        Ok(_) => Err(errors),
-        Err(fields) => {
-            errors.extend(fields.iter().map(|e| format!("{prefix}{}: {}", e.field, e.message)));
-            Err(errors)
-        }
-    }
-}
-
 /// Where a keyed call goes after [`AppState::before_batch`].
 enum Next {
     /// The stored response of an earlier call with the same Idempotency-Key.
     Replay(String),
     /// To the ledger batch, with the Idempotency-Key it claimed.
-    Record(Box<LiveRequest>, Option<String>),
+    Record(Box<Entry>, Option<String>),
 }
 
 impl AppState {
@@ -326,11 +260,9 @@ impl AppState {
                 return Err(e);
             }
         };
-        let LiveRequest { request, raw, prefix } = *live;
-        let entry = Entry::new(request, raw, prefix, None, None);
         let source = Source::Calculate { idempotency_key: idem.clone() };
         let payer = Payer::ApiKey { key_id: owner.key_id.clone(), entity_id: owner.entity_id.clone() };
-        let mut job = Job { payer, entries: vec![entry], source, now_ms };
+        let mut job = Job { payer, entries: vec![*live], source, now_ms };
         // A request the engine cannot answer as sent (an origin-sourced sale without seller_zip) ends here, as
         // the other 400s do: counted in the key's window, its Idempotency-Key released.
         if let Err(e) = self.ledger.prepare_job(&mut job).await.map_err(ApiError::from) {
@@ -364,7 +296,7 @@ impl AppState {
                 return Ok(Next::Replay(body));
             }
         }
-        match parse_live(value, "") {
+        match Entry::live(value, "") {
             Ok(live) => Ok(Next::Record(Box::new(live), idem)),
             Err(errors) => {
                 if let Some(k) = &idem {

@@ -233,7 +233,7 @@ impl Contract {
         }
         if let Some(p) = &s.pattern {
             if self.patterns.get(p).is_some_and(|re| !re.is_match(text)) {
-                let message = match pattern_words(p) {
+                let message = match super::schema::pattern::words(p) {
                     Some(w) => w.replace("{}", text),
                     None => format!("`{text}` does not match the pattern `{p}`"),
                 };
@@ -394,27 +394,6 @@ fn words(rust_typename: Option<&str>) -> Option<Words> {
         "PaidTier" => Some(Words { value: Some("is not a paid tier"), key: None, list: true }),
         _ => None,
     }
-}
-
-/// What a value that does not match a documented pattern is told (`{}` is the value).
-fn pattern_words(pattern: &str) -> Option<&'static str> {
-    use super::schema::gains::SYMBOL_PATTERN;
-    use super::schema::param::{
-        AGENT_ID_PATTERN, CLAIM_TOKEN_PATTERN, EIN_LAST4_PATTERN, MONTH_PATTERN, NO_CONTROL_PATTERN, WALLET_ADDRESS_PATTERN, ZIP_PATTERN,
-    };
-    let table: [(&str, &'static str); 10] = [
-        (SYMBOL_PATTERN, "may hold only letters, digits, `.`, `_` and `-`"),
-        (NO_CONTROL_PATTERN, "must not contain control characters"),
-        (AGENT_ID_PATTERN, "may contain only letters, digits and _ - . : @"),
-        (EIN_LAST4_PATTERN, "must be the last 4 digits of the EIN (never the whole number)"),
-        (WALLET_ADDRESS_PATTERN, "`{}` is not a wallet address: 0x and 40 hex digits expected"),
-        (ZIP_PATTERN, "`{}` is not a ZIP Code (5 digits, or ZIP+4 as 55401-1234)"),
-        (MONTH_PATTERN, "`{}` is not a month (YYYY-MM)"),
-        (CLAIM_TOKEN_PATTERN, "is not a claim token"),
-        (super::schema::param::EMAIL_PATTERN, "`{}` is not an email address"),
-        (super::schema::param::EIN_PATTERN, "must be 9 digits (12-3456789 or 123456789)"),
-    ];
-    table.iter().find(|(p, _)| *p == pattern).map(|(_, w)| *w)
 }
 
 #[cfg(test)]

@@ -243,6 +243,13 @@ impl ApiError {
         ApiError::new(StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited, message)
     }
 
+    /// The refusal of a call past its key's burst limit (the headers are `AppState::burst_verdict`'s).
+    pub fn burst_exceeded(limit: i64) -> Self {
+        ApiError::rate_limited(format!(
+            "rate limit of {limit} requests per 60 seconds for this key exceeded; retry after the window resets"
+        ))
+    }
+
     /// Logs the detail and tells the caller nothing more than that something went wrong.
     pub fn internal(detail: impl std::fmt::Display) -> Self {
         tracing::error!(error = %detail, "internal error");
@@ -272,7 +279,7 @@ impl From<crate::ledger::Refusal> for ApiError {
         match r {
             Refusal::KeyRevoked => ApiError::unauthorized("unknown or revoked API key"),
             Refusal::UnknownAccount => ApiError::internal("a per-call payment named an account that does not exist"),
-            Refusal::BurstExceeded { limit } => super::limits::burst_exceeded(limit),
+            Refusal::BurstExceeded { limit } => ApiError::burst_exceeded(limit),
             Refusal::AllowanceUsedUp(message) => ApiError::rate_limited(message),
             Refusal::Input(errors) => ApiError::invalid(errors),
             Refusal::Engine(detail) => ApiError::internal(format!("engine: {detail}")),

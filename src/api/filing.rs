@@ -20,8 +20,8 @@ use super::schema::param::{listed_query, state_query, text, IsoDate, Param, Stat
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::error_responses;
-use crate::ledger::corrections::{day_number, day_of};
 use crate::ledger::report::{self, Granularity, Period, Report};
+use crate::ledger::report::{day_number, day_of};
 use crate::rules::schema::STATES;
 use crate::store::entity::filed_period;
 

@@ -7,20 +7,19 @@ use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::{Map, Number, Value};
 
 use super::auth::KeyAuth;
-use super::calculate::{parse_live, LiveRequest};
 use super::error::ApiError;
 use super::payload::{Json, JsonBody};
 use super::schema::calculate::{Role, TransactionType};
 use super::schema::ledger::{
     IngestBody, IngestResponse, IngestedRecord, Metadata, RecordedCalculation, RefundResult, TransactionList, TransactionRecord,
-    TransactionStatus,
+    TransactionStatus, MAX_BATCH,
 };
 use super::schema::number::{Exact, Usd};
 use super::schema::param::{text, DateOrDateTime, Param, StateParam};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::error_responses;
-use crate::ledger::corrections::day_of;
+use crate::ledger::report::day_of;
 use crate::ledger::{Entry, EntryOutcome, Job, Payer, Source};
 use crate::rules::diag::did_you_mean;
 use crate::rules::schema::{state_index, Fact, STATES, TRANSACTION_TYPES};
@@ -30,8 +29,6 @@ use crate::validate::Checker;
 use poem_openapi::types::ParseFromJSON;
 
 pub struct LedgerApi(pub Arc<AppState>);
-
-pub const MAX_BATCH: usize = 100;
 
 #[derive(ApiResponse)]
 #[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
@@ -68,14 +65,8 @@ error_responses!(ListErrors {
 
 pub(crate) const EXTRA_FIELDS: &[&str] = &["external_tx_id", "transaction_id", "metadata"];
 
-struct IngestItem {
-    live: LiveRequest,
-    external_tx_id: Option<String>,
-    metadata: Option<Map<String, Value>>,
-}
-
 /// Validates one record; errors are prefixed with the record's place in a batch.
-fn parse_item(v: &Value, prefix: &str, errors: &mut Vec<String>) -> Option<IngestItem> {
+fn parse_item(v: &Value, prefix: &str, errors: &mut Vec<String>) -> Option<Entry> {
     let Some(obj) = v.as_object() else {
         errors.push(format!("{}: must be a JSON object", prefix.trim_end_matches('.')));
         return None;
@@ -96,12 +87,11 @@ fn parse_item(v: &Value, prefix: &str, errors: &mut Vec<String>) -> Option<Inges
         core.remove(*f);
     }
     errors.extend(check.errors.iter().map(|e| format!("{prefix}{}: {}", e.field, e.message)));
-    match parse_live(&Value::Object(core), prefix) {
-        Ok(live) if check.errors.is_empty() => Some(IngestItem {
-            live: LiveRequest { request: live.request, raw: v.clone(), prefix: live.prefix },
-            external_tx_id: ext.or(reference),
-            metadata,
-        }),
+    match Entry::live(&Value::Object(core), prefix) {
+        Ok(mut entry) if check.errors.is_empty() => {
+            (entry.raw, entry.external_tx_id, entry.metadata) = (v.clone(), ext.or(reference), metadata);
+            Some(entry)
+        }
         Ok(_) => None,
         Err(e) => {
             errors.extend(e);
@@ -313,12 +303,10 @@ impl AppState {
         if !errors.is_empty() {
             return Err(ApiError::invalid(errors));
         }
-        let items: Vec<IngestItem> = items.into_iter().flatten().collect();
+        let entries: Vec<Entry> = items.into_iter().flatten().collect();
         // The same external id twice in one batch is the caller's retry folded in: the second is its duplicate.
         let now_ms = s.clock.now_ms();
-        let shown: Vec<Shown> = items.iter().map(|i| (i.external_tx_id.clone(), i.metadata.clone())).collect();
-        let entries =
-            items.into_iter().map(|i| Entry::new(i.live.request, i.live.raw, i.live.prefix, i.external_tx_id, i.metadata)).collect();
+        let shown: Vec<Shown> = entries.iter().map(|i| (i.external_tx_id.clone(), i.metadata.clone())).collect();
         let payer = Payer::ApiKey { key_id: key.key_id.clone(), entity_id: key.entity_id.clone() };
         let mut job = Job { payer, entries, source: Source::Ingest, now_ms };
         // Records the engine cannot answer as sent reject the whole request, as invalid fields do; nothing is written.

@@ -24,11 +24,6 @@ fn ceil_seconds(ms: i64) -> i64 {
     (ms + 999) / 1000
 }
 
-/// The refusal of a call past its key's burst limit (the headers are [`AppState::burst_verdict`]'s).
-pub fn burst_exceeded(limit: i64) -> ApiError {
-    ApiError::rate_limited(format!("rate limit of {limit} requests per 60 seconds for this key exceeded; retry after the window resets"))
-}
-
 /// The login-failure counter of an email, known or not (hashed: counter names are not a list of emails).
 fn login_account(email: &str) -> String {
     format!("login-account:{}", sha256_hex(email.as_bytes()))
@@ -78,7 +73,7 @@ impl AppState {
         if count > limit {
             self.metrics.limiter_refusal(Limit::Burst);
             set_header("Retry-After", ceil_seconds(reset - now_ms).max(1));
-            return Err(burst_exceeded(limit));
+            return Err(ApiError::burst_exceeded(limit));
         }
         Ok(())
     }

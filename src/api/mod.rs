@@ -23,7 +23,6 @@ mod guides;
 mod health;
 mod keys;
 mod ledger;
-mod mpp;
 mod network;
 mod nexus;
 pub mod operate;

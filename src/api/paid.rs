@@ -1,44 +1,56 @@
-//! Calculate calls paid per call with x402: the 402 challenge (with MPP's, `api::mpp`), and a payment taken through
-//! to its ledger row.
+//! Calculate calls paid per call: the 402 that offers the ways to pay (x402's requirements, MPP's
+//! `WWW-Authenticate: Payment` challenge, the signup block), and a paid call read from its headers and handed to
+//! `payments::per_call`, whose answer and receipt are written back.
 //!
-//! Order: the body (400, nothing charged), then the payment's own checks against the requirements (402), the
-//! account it is recorded to (the one that linked the paying wallet, else the wallet's own), the Idempotency-Key
-//! (a replay answers the stored body and receipt, never settling again), the authorization's single-use claim
-//! (a replayed nonce is 402, on any instance), the facilitator's /verify, the determination, /settle, and the
-//! ledger row. A refusal at any step records nothing and gives the claims back; a facilitator that does not
-//! answer is 503. A payment settled whose row then cannot be written is marked `unrecorded` with its receipt
-//! (`store::mpp`): the same payment sent again records the call and answers it, without settling again.
+//! Order: the body (400, nothing charged); the payment's own checks against the offer (402: for x402 the
+//! requirements; for MPP the problem type, a challenge not issued here or altered, expired, another amount); the
+//! account it is recorded to; the Idempotency-Key (a replay answers the stored body and receipt, never paying
+//! again); then `payments::per_call::pay_and_record`. Credentials and receipts are never logged.
 
 use std::sync::Arc;
 
 use poem::http::StatusCode;
+use serde_json::Value;
 
-use super::calculate::parse_paid;
 use super::context::set_header;
-use super::error::{ApiError, ErrorCode, PayPerCallOffer};
+use super::error::{ApiError, ErrorCode, MppOffer, PayPerCallOffer};
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::limits::signup_block;
 use super::payload::JsonBody;
 use super::schema::calculate::CalculateRequest;
 use super::AppState;
-use crate::ledger::{Entry, Job, Payer, Source};
-use crate::payments::x402::{self, Payment, Refused};
-use crate::store::entity::{entity, x402_payment};
-use crate::store::mpp::Taken;
-use crate::store::wallets::PENDING;
+use crate::ledger::Entry;
+use crate::payments::mpp;
+use crate::payments::per_call::{pay_and_record, Failure, MppCall, PerCall, Refusal, X402Call};
+use crate::payments::x402;
 
-/// A payment header as sent: `X-PAYMENT` (x402 v1) or `PAYMENT-SIGNATURE` (v2).
-pub struct PaymentHeader {
-    pub version: u8,
-    pub value: String,
+/// How a keyless call pays, as its headers say.
+pub enum Way {
+    /// `X-PAYMENT` (x402 v1) or `PAYMENT-SIGNATURE` (v2): the version and the header's value.
+    X402 { version: u8, value: String },
+    /// `Authorization: Payment …` (MPP).
+    Mpp(String),
 }
 
-/// The payment header of the request, if any (v2's when both are sent).
-pub fn payment_header(req: &poem::Request) -> Option<PaymentHeader> {
-    let text = |name: &str| req.headers().get(name).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    text("payment-signature")
-        .map(|value| PaymentHeader { version: 2, value })
-        .or_else(|| text("x-payment").map(|value| PaymentHeader { version: 1, value }))
+impl Way {
+    /// The payment the request carries, if any: MPP's credential first, then x402 v2's header, then v1's.
+    pub fn of(req: &poem::Request) -> Option<Way> {
+        let text = |name: &str| req.headers().get(name).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        if let Some(authorization) = text("authorization").filter(|a| mpp::scheme_token(a).is_some()) {
+            return Some(Way::Mpp(authorization));
+        }
+        text("payment-signature")
+            .map(|value| Way::X402 { version: 2, value })
+            .or_else(|| text("x-payment").map(|value| Way::X402 { version: 1, value }))
+    }
+
+    /// The answer's `mode`.
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Way::X402 { .. } => "x402",
+            Way::Mpp(_) => "mpp",
+        }
+    }
 }
 
 /// The URL paid for, as the requirements name it: under the configured public base URL (LEVY_PUBLIC_URL), else
@@ -51,31 +63,6 @@ fn resource(public_url: Option<&str>, req: &poem::Request) -> String {
     match host {
         Some(h) => format!("https://{h}/api/v1/calculate"),
         None => "/api/v1/calculate".into(),
-    }
-}
-
-/// The receipt header for a payment of `version`.
-/// The protocol that paid for a call: where its receipts are kept, and the header that carries one.
-#[derive(Clone, Copy)]
-pub(super) enum Protocol {
-    X402 { version: u8 },
-    Mpp,
-}
-
-impl Protocol {
-    fn receipt_header(self) -> &'static str {
-        match self {
-            Protocol::X402 { version } => receipt_header_name(version),
-            Protocol::Mpp => super::mpp::RECEIPT_HEADER,
-        }
-    }
-}
-
-fn receipt_header_name(version: u8) -> &'static str {
-    if version == 2 {
-        "PAYMENT-RESPONSE"
-    } else {
-        "X-PAYMENT-RESPONSE"
     }
 }
 
@@ -114,185 +101,126 @@ impl AppState {
         e.pay_per_call = Some(offer);
     }
 
-    fn refused(&self, req: &poem::Request, r: Refused) -> ApiError {
-        self.payment_required(req, format!("payment refused ({}): {}", r.reason, r.message), &r.reason)
+    /// The MPP part of a 402's `pay_per_call`, with its `WWW-Authenticate: Payment` challenge set while MPP is on.
+    fn offer_mpp(&self) -> MppOffer {
+        match &self.mpp {
+            Some(m) => {
+                set_header("WWW-Authenticate", m.challenge(self.clock.now_ms()));
+                MppOffer {
+                    method: Some(mpp::METHOD.into()),
+                    intent: Some(mpp::INTENT.into()),
+                    amount: Some(m.amount.clone()),
+                    currency: Some(mpp::CURRENCY.into()),
+                    header: Some("Authorization".into()),
+                    note: "machine payment (MPP) through Stripe: answer the WWW-Authenticate Payment challenge with \
+                           `Authorization: Payment <credential>` carrying a Shared Payment Token; no account needed"
+                        .into(),
+                }
+            }
+            None => MppOffer {
+                note: "MPP payments are not configured on this server; sign up for a free API key instead".into(),
+                ..MppOffer::default()
+            },
+        }
     }
 
-    /// A calculate call paid with x402: the full answer's text, with its receipt header set.
+    /// The 402 of a refused payment, with its reason (and for MPP the problem type).
+    fn refused(&self, req: &poem::Request, r: Refusal) -> ApiError {
+        let mut e = self.payment_required(req, format!("payment refused ({}): {}", r.reason, r.message), &r.reason);
+        e.problem_type = r.problem_type;
+        e
+    }
+
+    /// A calculate call paid per call: the full answer's text, with its receipt header set.
     pub async fn paid_calculation(
         self: &Arc<Self>,
         req: &poem::Request,
-        header: PaymentHeader,
+        way: Way,
         idempotency_key: Option<&str>,
         body: &JsonBody<CalculateRequest>,
     ) -> Result<String, ApiError> {
         let value = body.value()?;
         let idem = parse_key(idempotency_key)?;
-        let live = parse_paid(value).map_err(ApiError::invalid)?;
-        let Some(x) = &self.x402 else {
-            return Err(self.payment_required(
-                req,
-                "x402 payments are not configured on this server; sign up for a free API key",
-                "x402_not_configured",
-            ));
-        };
+        let entry = Entry::paid(value).map_err(ApiError::invalid)?;
         let now_ms = self.clock.now_ms();
-        let payment = x402::decode(&header.value, header.version).map_err(|r| self.refused(req, r))?;
-        x.check(&payment, now_ms.div_euclid(1000)).map_err(|r| self.refused(req, r))?;
-        let entity_id = self.payer_entity(&payment, now_ms).await?;
-        let take = self.take_payment(req, x, &payment, live, &entity_id, idem.clone(), now_ms);
-        self.paid_once(Protocol::X402 { version: header.version }, &entity_id, idem, value, take).await
+        match way {
+            Way::X402 { version, value: header } => {
+                let Some(x) = &self.x402 else {
+                    let message = "x402 payments are not configured on this server; sign up for a free API key";
+                    return Err(self.payment_required(req, message, "x402_not_configured"));
+                };
+                let payment = x402::decode(&header, version).map_err(|r| self.refused(req, r.into()))?;
+                x.check(&payment, now_ms.div_euclid(1000)).map_err(|r| self.refused(req, r.into()))?;
+                let call = X402Call { x402: x, payment, resource: resource(self.public_url.as_deref(), req) };
+                self.pay_once(req, &call, idem, value, entry, now_ms).await
+            }
+            Way::Mpp(authorization) => {
+                let Some(m) = &self.mpp else {
+                    let message = "MPP payments are not configured on this server; sign up for a free API key";
+                    return Err(self.payment_required(req, message, "mpp_not_configured"));
+                };
+                let credential = m.check(&authorization, now_ms).map_err(|p| self.refused(req, p.into()))?;
+                self.pay_once(req, &MppCall { mpp: m, credential }, idem, value, entry, now_ms).await
+            }
+        }
     }
 
     /// A paid call under its Idempotency-Key: a replay answers the stored body with the stored receipt, paying
-    /// nothing; otherwise `take` pays for and records the call (it starts only here), and a failure releases the key.
-    pub(super) async fn paid_once(
+    /// nothing; otherwise the call is paid for and recorded, and a failure releases the key.
+    async fn pay_once(
         &self,
-        protocol: Protocol,
-        entity_id: &str,
+        req: &poem::Request,
+        call: &impl PerCall,
         idem: Option<String>,
-        value: &serde_json::Value,
-        take: impl std::future::Future<Output = Result<String, ApiError>>,
+        value: &Value,
+        entry: Entry,
+        now_ms: i64,
     ) -> Result<String, ApiError> {
+        let entity_id = call.account(&self.store, now_ms).await?;
         if let Some(k) = &idem {
-            if let Begin::Replay { body, .. } = self.begin_idempotent(entity_id, k, &body_hash("calculate", value)).await? {
-                let receipt = match protocol {
-                    Protocol::X402 { .. } => self.store.x402_receipt(entity_id, k).await?,
-                    Protocol::Mpp => self.store.mpp_receipt(entity_id, k).await?,
-                };
-                if let Some(receipt) = receipt {
-                    set_header(protocol.receipt_header(), receipt);
+            if let Begin::Replay { body, .. } = self.begin_idempotent(&entity_id, k, &body_hash("calculate", value)).await? {
+                if let Some(receipt) = self.store.paid_call_receipt(call.protocol(), &entity_id, k).await? {
+                    set_header(call.receipt_header(), receipt);
                 }
                 set_header("Cache-Control", "private");
                 return Ok(body);
             }
         }
-        let result = take.await;
-        if let (Err(_), Some(k)) = (&result, &idem) {
-            self.release_idempotency_key(entity_id, k).await;
-        }
-        result
-    }
-
-    /// The account a payment is recorded to: the one that linked the paying wallet, else the wallet's own
-    /// (created on its first payment).
-    async fn payer_entity(&self, payment: &Payment, now_ms: i64) -> Result<String, ApiError> {
-        let payer = payment.payer();
-        if let Some(owner) = self.store.wallet_owner(&payer).await? {
-            return Ok(owner);
-        }
-        Ok(self.store.payer_account(wallet_account(&payer, now_ms)).await?)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn take_payment(
-        &self,
-        req: &poem::Request,
-        x: &x402::X402,
-        payment: &Payment,
-        live: super::calculate::LiveRequest,
-        entity_id: &str,
-        idem: Option<String>,
-        now_ms: i64,
-    ) -> Result<String, ApiError> {
-        let super::calculate::LiveRequest { request, raw, prefix } = live;
-        let entry = Entry::new(request, raw, prefix, None, None);
-        let payer = Payer::PerCall { entity_id: entity_id.to_string(), mode: "x402" };
-        let mut job = Job { payer, entries: vec![entry], source: Source::Calculate { idempotency_key: idem.clone() }, now_ms };
-        self.ledger.prepare_job(&mut job).await.map_err(ApiError::from)?;
-        let id = x.payment_id(payment);
-        let claim = x402_payment::Model {
-            id: id.clone(),
-            entity_id: entity_id.to_string(),
-            payer: payment.payer(),
-            state: PENDING.into(),
-            idempotency_key: idem,
-            receipt: None,
-            created_at: now_ms,
-        };
-        let header = receipt_header_name(payment.version);
-        if !self.store.claim_x402_payment(claim).await? {
-            // Paid before: answered, being answered, or settled without its call recorded (then recorded now).
-            if let Some(receipt) = self.store.take_unrecorded(Taken::X402(&id)).await? {
-                return self.record_paid(job, Taken::X402(&id), header, &receipt).await;
-            }
-            return Err(self.refused(
-                req,
-                Refused {
-                    reason: "invalid_transaction_state".into(),
-                    message: "this authorization (its nonce) has already paid for a call".into(),
-                },
-            ));
-        }
-        let resource = resource(self.public_url.as_deref(), req);
-        let outcome = async {
-            match x.verify(payment, &resource).await {
-                Ok(Ok(())) => {}
-                Ok(Err(r)) => return Err(self.refused(req, r)),
-                Err(e) => return Err(facilitator_unavailable(e)),
-            }
-            match x.settle(payment, &resource).await {
-                Ok(Ok(settlement)) => Ok(x402::receipt_header(&settlement)),
-                Ok(Err(r)) => Err(self.refused(req, r)),
-                Err(e) => Err(facilitator_unavailable(e)),
-            }
-        }
-        .await;
-        let receipt = match outcome {
-            Ok(r) => r,
-            Err(e) => {
-                if let Err(err) = self.store.release_x402_payment(&id).await {
-                    tracing::warn!(error = %err, "could not release an x402 payment claim");
-                }
-                return Err(e);
-            }
-        };
-        self.store.settle_x402_payment(&id, &receipt).await?;
-        self.record_paid(job, Taken::X402(&id), header, &receipt).await
-    }
-
-    /// Records the call of a payment taken, and answers it with its receipt (only on success: a receipt is never
-    /// sent with an error). A call that cannot be recorded leaves the payment `unrecorded`, receipt kept, so that
-    /// the same payment sent again records and answers it without paying twice; the error says so.
-    pub(super) async fn record_paid(&self, job: Job, taken: Taken<'_>, header: &'static str, receipt: &str) -> Result<String, ApiError> {
-        let entity = job.payer.entity_id().to_string();
-        match self.record(job).await {
-            Ok(recorded) => {
-                set_header(header, receipt);
+        match pay_and_record(call, &self.store, &self.ledger, entry, &entity_id, idem.clone(), now_ms).await {
+            Ok(paid) => {
+                set_header(paid.header, paid.receipt);
                 set_header("Cache-Control", "private");
-                Ok(recorded.response)
+                Ok(paid.body)
             }
-            Err(e) => {
-                tracing::error!(payment = ?taken, entity = %entity, error = %e.message, "payment taken but its call not recorded; marked unrecorded");
-                if let Err(err) = self.store.mark_unrecorded(taken).await {
-                    tracing::error!(payment = ?taken, error = %err, "could not mark a payment unrecorded");
+            Err(failure) => {
+                if let Some(k) = &idem {
+                    self.release_idempotency_key(&entity_id, k).await;
                 }
-                let status = if e.status == StatusCode::SERVICE_UNAVAILABLE { e.status } else { StatusCode::INTERNAL_SERVER_ERROR };
-                let code = if status == StatusCode::SERVICE_UNAVAILABLE { ErrorCode::DbUnavailable } else { ErrorCode::Internal };
-                Err(ApiError::new(
+                Err(self.failure(req, failure))
+            }
+        }
+    }
+
+    fn failure(&self, req: &poem::Request, failure: Failure) -> ApiError {
+        match failure {
+            Failure::Refused(r) => self.refused(req, r),
+            Failure::Unavailable(u) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::DbUnavailable, u.0),
+            Failure::Ledger(refusal) => refusal.into(),
+            Failure::Store(e) => e.into(),
+            Failure::Unrecorded(refusal) => {
+                let unavailable = ApiError::from(refusal).status == StatusCode::SERVICE_UNAVAILABLE;
+                let (status, code) = if unavailable {
+                    (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::DbUnavailable)
+                } else {
+                    (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal)
+                };
+                ApiError::new(
                     status,
                     code,
                     "the payment was taken but the call could not be recorded; send the same request with the same payment \
                      again: it is recorded and answered without a second charge",
-                ))
+                )
             }
         }
     }
-}
-
-fn facilitator_unavailable(e: x402::Unavailable) -> ApiError {
-    tracing::warn!(error = %e.0, "x402 facilitator unavailable");
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        ErrorCode::DbUnavailable,
-        "the x402 facilitator did not answer; nothing was charged or recorded; retry shortly",
-    )
-}
-
-/// The account standing for a payer wallet that no account has linked: its id is derived from the address, its
-/// email is under the reserved `.invalid` domain (RFC 2606) and it has no password, so no one logs in to it.
-fn wallet_account(payer: &str, now_ms: i64) -> entity::Model {
-    let digest = crate::security::sha256_hex(payer.as_bytes());
-    let description = format!("the wallet {payer}, paying per call with x402");
-    entity::Model::payer_account(format!("ent_w{}", &digest[..32]), format!("{payer}@wallet.invalid"), "x402 payer", description, now_ms)
 }

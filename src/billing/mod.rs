@@ -10,12 +10,32 @@
 pub mod changes;
 pub mod events;
 
+use chrono::{Datelike, NaiveDate, TimeZone, Utc};
 use rust_decimal::Decimal;
 
-use crate::ledger::{month_start_ms, monthly_call};
 use crate::plans::{Plan, Plans, DEFAULT_PLAN};
 use crate::store::entity::entity;
 use crate::store::limits::CounterHit;
+
+/// Start of the UTC month holding `now_ms`, in Unix ms.
+pub fn month_start_ms(now_ms: i64) -> i64 {
+    let now = Utc.timestamp_millis_opt(now_ms).single().unwrap_or_else(Utc::now);
+    NaiveDate::from_ymd_opt(now.year(), now.month(), 1).and_then(|d| d.and_hms_opt(0, 0, 0)).map_or(0, |d| d.and_utc().timestamp_millis())
+}
+
+fn next_month_start_ms(now_ms: i64) -> i64 {
+    month_start_ms(month_start_ms(now_ms) + 32 * DAY_MS)
+}
+
+/// The hit that counts one billable call (keyed calculate, ingest) in the account's month.
+pub fn monthly_call(entity_id: &str, now_ms: i64) -> CounterHit {
+    CounterHit {
+        name: format!("usage:{entity_id}"),
+        window_start: month_start_ms(now_ms),
+        expires_at: next_month_start_ms(now_ms) + 31 * DAY_MS,
+        n: 1,
+    }
+}
 
 /// What a plan is bought for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

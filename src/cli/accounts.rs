@@ -4,8 +4,8 @@
 use poem_openapi::types::ToJSON;
 use serde_json::Value;
 
+use crate::billing::month_start_ms;
 use crate::billing::{month_counts, month_label, parse_month, Product, Standing, Statement};
-use crate::ledger::month_start_ms;
 use crate::plans::Plans;
 use crate::store::Store;
 

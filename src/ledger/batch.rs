@@ -36,7 +36,8 @@ use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DbBackend};
 use serde_json::{Map, Value};
 
-use super::{allowance, burst_call, monthly_call, Payer, Refusal};
+use super::{allowance, burst_call, Payer, Refusal};
+use crate::billing::monthly_call;
 use crate::clock::iso;
 use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
 use crate::engine::render::{self, FullText, API_VERSION};
@@ -670,7 +671,7 @@ impl Ledger {
                 metadata: entry.metadata.as_ref().map(|m| Value::Object(m.clone()).to_string()),
                 request: entry.raw.to_string(),
                 result: text,
-                dated: super::corrections::day_number(today),
+                dated: super::report::day_number(today),
                 refund_of: None,
                 voided_at: None,
                 refunds: 0,

@@ -9,12 +9,13 @@
 //! refund leaves nexus revenue alone (thresholds count gross sales) and takes the refunded amount out of the
 //! counterparty's total for the year of the payment when it is refunded that same year.
 
-use chrono::{Datelike, NaiveDate};
+use chrono::NaiveDate;
 use rust_decimal::Decimal;
 use sea_orm::{EntityTrait, TransactionTrait};
 
 use super::batch::micros;
 use super::liability::{Liability, RefundProblem};
+use super::report::{day_number, day_of};
 use crate::engine::money::cents;
 use crate::security::new_ordered_id;
 use crate::store::entity::transaction;
@@ -89,16 +90,6 @@ impl From<sea_orm::DbErr> for Refused {
     fn from(e: sea_orm::DbErr) -> Self {
         Refused::Store(e.into())
     }
-}
-
-/// A day as yyyymmdd.
-pub fn day_number(d: NaiveDate) -> i32 {
-    d.year() * 10_000 + d.month() as i32 * 100 + d.day() as i32
-}
-
-/// A yyyymmdd day as a date.
-pub fn day_of(n: i32) -> NaiveDate {
-    NaiveDate::from_ymd_opt(n / 10_000, (n / 100 % 100) as u32, (n % 100) as u32).unwrap_or_default()
 }
 
 /// The liability kept with a row, or its totals for a row recorded before liabilities were kept.

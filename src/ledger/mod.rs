@@ -9,10 +9,9 @@
 
 mod batch;
 pub mod corrections;
+mod entry;
 pub mod liability;
 pub mod report;
-
-use chrono::{Datelike, NaiveDate, TimeZone, Utc};
 
 pub use batch::{alerts_from, with_alerts, Answer, Entry, EntryOutcome, Job, Ledger, Recorded, Source};
 
@@ -86,27 +85,6 @@ impl From<StoreError> for Refusal {
 }
 
 const MINUTE_MS: i64 = 60_000;
-const DAY_MS: i64 = 24 * 3600 * 1000;
-
-/// Start of the UTC month holding `now_ms`, in Unix ms.
-pub fn month_start_ms(now_ms: i64) -> i64 {
-    let now = Utc.timestamp_millis_opt(now_ms).single().unwrap_or_else(Utc::now);
-    NaiveDate::from_ymd_opt(now.year(), now.month(), 1).and_then(|d| d.and_hms_opt(0, 0, 0)).map_or(0, |d| d.and_utc().timestamp_millis())
-}
-
-fn next_month_start_ms(now_ms: i64) -> i64 {
-    month_start_ms(month_start_ms(now_ms) + 32 * DAY_MS)
-}
-
-/// The hit that counts one billable call (keyed calculate, ingest) in the account's month.
-pub fn monthly_call(entity_id: &str, now_ms: i64) -> CounterHit {
-    CounterHit {
-        name: format!("usage:{entity_id}"),
-        window_start: month_start_ms(now_ms),
-        expires_at: next_month_start_ms(now_ms) + 31 * DAY_MS,
-        n: 1,
-    }
-}
 
 /// The hit that counts one call in its key's 60-second window (kept a minute past its end).
 pub fn burst_call(key_id: &str, now_ms: i64) -> CounterHit {

@@ -9,12 +9,21 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{Datelike, NaiveDate};
 use rust_decimal::Decimal;
 
-use super::corrections::{day_number, day_of};
 use super::liability::{Liability, Line, Reason};
 use crate::rules::schema::LOCAL_LEVELS;
 use crate::store::entity::filed_period;
 use crate::store::ledger::LedgerFigures;
 use crate::store::{Store, StoreError};
+
+/// A day as yyyymmdd.
+pub fn day_number(d: NaiveDate) -> i32 {
+    d.year() * 10_000 + d.month() as i32 * 100 + d.day() as i32
+}
+
+/// A yyyymmdd day as a date.
+pub fn day_of(n: i32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(n / 10_000, (n / 100 % 100) as u32, (n % 100) as u32).unwrap_or_default()
+}
 
 /// How long a filing period is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

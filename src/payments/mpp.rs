@@ -38,6 +38,9 @@ pub const STRIPE_API_VERSION: &str = "2026-07-29.preview";
 /// How long a challenge may be answered (seconds); the core draft's reference servers default to five minutes.
 pub const CHALLENGE_SECONDS: i64 = 300;
 
+/// The response header of a paid answer's receipt.
+pub const RECEIPT_HEADER: &str = "Payment-Receipt";
+
 /// The largest credential read (the core draft asks servers to take at least 4 KB).
 pub const MAX_CREDENTIAL_BYTES: usize = 8192;
 

@@ -403,6 +403,15 @@ impl X402 {
     }
 }
 
+/// The response header of a receipt for a payment of `version`: v2's `PAYMENT-RESPONSE`, v1's `X-PAYMENT-RESPONSE`.
+pub fn receipt_header_name(version: u8) -> &'static str {
+    if version == 2 {
+        "PAYMENT-RESPONSE"
+    } else {
+        "X-PAYMENT-RESPONSE"
+    }
+}
+
 /// The receipt header's value: base64 of the `SettlementResponse` JSON.
 pub fn receipt_header(settlement: &Value) -> String {
     STANDARD.encode(settlement.to_string())

@@ -6,16 +6,9 @@ use sea_orm::{
 };
 
 use super::entity::{agent, api_key, entity, network_profile, session, transaction};
-use super::prepared::Query;
+use super::prepared::KEY_OWNERS;
 use super::script::{Execute, Sql};
 use super::{Store, StoreError};
-
-/// [`Store::key_owners_sql`] prepared.
-pub const KEY_OWNERS: Query = Query {
-    name: "levy_key_owners",
-    params: "(text[])",
-    body: r#"SELECT "k"."id" AS "key_id", "e".* FROM "api_keys" AS "k" JOIN "entities" AS "e" ON "e"."id" = "k"."entity_id" WHERE "k"."id" = ANY($1) AND "k"."revoked_at" IS NULL"#,
-};
 
 /// Who a valid API key belongs to.
 #[derive(Clone, Debug)]

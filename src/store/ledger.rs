@@ -8,7 +8,7 @@ use sea_orm::{
 };
 
 use super::entity::{filed_period, state_revenue, transaction, vendor_ytd};
-use super::prepared::{Query, Upsert};
+use super::prepared::{STATE_REVENUE, STATE_REVENUE_FROM, VENDOR_YTD};
 use super::script::{Arg, Execute, Script, ScriptConn, Sql};
 use super::{adding_upserts, inserts, Store, StoreError};
 
@@ -31,31 +31,6 @@ const LEDGER_COLUMNS: [(&str, &str); 16] = [
     ("dated", "int4"),
     ("liability", "text"),
 ];
-
-/// The 1099 totals: per (account, counterparty, tax year), the payments' sum and count; returned as stored.
-pub const VENDOR_YTD: Upsert = Upsert {
-    table: "vendor_ytd",
-    columns: &[("entity_id", "text"), ("counterparty_id", "text"), ("tax_year", "int4"), ("total_micros", "int8"), ("payments", "int8")],
-    keys: 3,
-    added: 2,
-    returning: true,
-};
-
-/// The revenue nexus counts: per (account, state, month), the sales' sum and count.
-pub const STATE_REVENUE: Upsert = Upsert {
-    table: "state_revenue",
-    columns: &[("entity_id", "text"), ("state", "text"), ("month", "int4"), ("sales_micros", "int8"), ("tx_count", "int8")],
-    keys: 3,
-    added: 2,
-    returning: false,
-};
-
-/// [`Store::state_revenue_sql`] prepared.
-pub const STATE_REVENUE_FROM: Query = Query {
-    name: "levy_state_revenue_from",
-    params: "(text[], int4)",
-    body: r#"SELECT * FROM "state_revenue" WHERE "entity_id" = ANY($1) AND "month" >= $2"#,
-};
 
 #[derive(Default)]
 pub struct TransactionFilter {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult, QueryFilter};
 
 use super::entity::counter::{self, Column};
-use super::prepared::Upsert;
+use super::prepared::COUNTERS;
 use super::script::Sql;
 use super::{Store, StoreError};
 
@@ -92,15 +92,6 @@ pub fn lease_size(remaining: i64) -> i64 {
         1
     }
 }
-
-/// The limiter's windows: a count added per (name, window start); returned as stored.
-pub const COUNTERS: Upsert = Upsert {
-    table: "counters",
-    columns: &[("name", "text"), ("window_start", "int8"), ("count", "int8"), ("expires_at", "int8")],
-    keys: 2,
-    added: 1,
-    returning: true,
-};
 
 impl Store {
     /// The next unit of counter `name` in the window starting at `window_start` (1 for the first call of the

@@ -4,13 +4,9 @@ use sea_orm::sea_query::OnConflict;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set, TransactionTrait};
 
 use super::entity::{entity, nexus_state};
-use super::prepared::Query;
+use super::prepared::NEXUS_STATES;
 use super::script::{Execute, Sql};
 use super::{Store, StoreError};
-
-/// [`Store::nexus_states_sql`] prepared.
-pub const NEXUS_STATES: Query =
-    Query { name: "levy_nexus_states", params: "(text[])", body: r#"SELECT * FROM "nexus_states" WHERE "entity_id" = ANY($1)"# };
 
 pub struct NexusEntry {
     pub state: String,

@@ -71,11 +71,56 @@ pub struct Query {
     pub body: &'static str,
 }
 
+/// `Store::key_owners_sql` prepared.
+pub const KEY_OWNERS: Query = Query {
+    name: "levy_key_owners",
+    params: "(text[])",
+    body: r#"SELECT "k"."id" AS "key_id", "e".* FROM "api_keys" AS "k" JOIN "entities" AS "e" ON "e"."id" = "k"."entity_id" WHERE "k"."id" = ANY($1) AND "k"."revoked_at" IS NULL"#,
+};
+
+/// The 1099 totals: per (account, counterparty, tax year), the payments' sum and count; returned as stored.
+pub const VENDOR_YTD: Upsert = Upsert {
+    table: "vendor_ytd",
+    columns: &[("entity_id", "text"), ("counterparty_id", "text"), ("tax_year", "int4"), ("total_micros", "int8"), ("payments", "int8")],
+    keys: 3,
+    added: 2,
+    returning: true,
+};
+
+/// The revenue nexus counts: per (account, state, month), the sales' sum and count.
+pub const STATE_REVENUE: Upsert = Upsert {
+    table: "state_revenue",
+    columns: &[("entity_id", "text"), ("state", "text"), ("month", "int4"), ("sales_micros", "int8"), ("tx_count", "int8")],
+    keys: 3,
+    added: 2,
+    returning: false,
+};
+
+/// `Store::state_revenue_sql` prepared.
+pub const STATE_REVENUE_FROM: Query = Query {
+    name: "levy_state_revenue_from",
+    params: "(text[], int4)",
+    body: r#"SELECT * FROM "state_revenue" WHERE "entity_id" = ANY($1) AND "month" >= $2"#,
+};
+
+/// The limiter's windows: a count added per (name, window start); returned as stored.
+pub const COUNTERS: Upsert = Upsert {
+    table: "counters",
+    columns: &[("name", "text"), ("window_start", "int8"), ("count", "int8"), ("expires_at", "int8")],
+    keys: 2,
+    added: 1,
+    returning: true,
+};
+
+/// `Store::nexus_states_sql` prepared.
+pub const NEXUS_STATES: Query =
+    Query { name: "levy_nexus_states", params: "(text[])", body: r#"SELECT * FROM "nexus_states" WHERE "entity_id" = ANY($1)"# };
+
 /// Every statement prepared: (name, the text after `PREPARE "name"`).
 fn statements() -> &'static [(String, String)] {
     static ALL: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
-        let upserts = [&super::limits::COUNTERS, &super::ledger::VENDOR_YTD, &super::ledger::STATE_REVENUE];
-        let queries = [&super::accounts::KEY_OWNERS, &super::nexus::NEXUS_STATES, &super::ledger::STATE_REVENUE_FROM];
+        let upserts = [&COUNTERS, &VENDOR_YTD, &STATE_REVENUE];
+        let queries = [&KEY_OWNERS, &NEXUS_STATES, &STATE_REVENUE_FROM];
         let mut all: Vec<(String, String)> = upserts.iter().map(|u| (u.name(), u.prepare())).collect();
         all.extend(queries.iter().map(|q| (q.name.to_string(), format!("{} AS {}", q.params, q.body))));
         all
@@ -110,12 +155,12 @@ mod tests {
 
     #[test]
     fn an_upsert_is_prepared_from_its_columns() {
-        let text = super::super::ledger::STATE_REVENUE.prepare();
+        let text = STATE_REVENUE.prepare();
         assert_eq!(
             text,
             r#"(text[], text[], int4[], int8[], int8[]) AS INSERT INTO "state_revenue" ("entity_id", "state", "month", "sales_micros", "tx_count") SELECT "entity_id", "state", "month", "sales_micros", "tx_count" FROM unnest($1, $2, $3, $4, $5) WITH ORDINALITY AS "v" ("entity_id", "state", "month", "sales_micros", "tx_count", "n") ORDER BY "n" ON CONFLICT ("entity_id", "state", "month") DO UPDATE SET "sales_micros" = "state_revenue"."sales_micros" + "excluded"."sales_micros", "tx_count" = "state_revenue"."tx_count" + "excluded"."tx_count""#
         );
-        assert!(super::super::limits::COUNTERS.prepare().ends_with(r#""count" = "counters"."count" + "excluded"."count" RETURNING *"#));
+        assert!(COUNTERS.prepare().ends_with(r#""count" = "counters"."count" + "excluded"."count" RETURNING *"#));
         // Names are distinct.
         let names: std::collections::HashSet<&String> = statements().iter().map(|(n, _)| n).collect();
         assert_eq!(names.len(), statements().len());

@@ -1,8 +1,8 @@
-//! Linked wallets, the accounts that stand for unlinked x402 payers, and the x402 payments taken.
+//! Linked wallets, and the accounts that stand for unlinked x402 payers.
 
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, Set};
 
-use super::entity::{entity, wallet, x402_payment};
+use super::entity::{entity, wallet};
 use super::{Store, StoreError};
 
 /// What linking a wallet did.
@@ -13,9 +13,6 @@ pub enum Linked {
     /// Another account holds the wallet.
     HeldElsewhere,
 }
-
-pub const PENDING: &str = "pending";
-pub const SETTLED: &str = "settled";
 
 impl Store {
     /// Links `w.address` (lowercase) to `w.entity_id`; the primary key keeps one account per wallet across instances.
@@ -83,48 +80,5 @@ impl Store {
                 other => Err(other),
             },
         }
-    }
-
-    /// Claims an authorization for one call: false when it was claimed before (a replayed payment), on any instance.
-    pub async fn claim_x402_payment(&self, p: x402_payment::Model) -> Result<bool, StoreError> {
-        match x402_payment::Entity::insert(x402_payment::ActiveModel::from(p)).exec_without_returning(&self.writer).await {
-            Ok(_) => Ok(true),
-            Err(e) => match StoreError::from(e) {
-                StoreError::Conflict(_) => Ok(false),
-                other => Err(other),
-            },
-        }
-    }
-
-    /// Gives up a claim whose payment was refused or not settled, so that nothing stands for it.
-    pub async fn release_x402_payment(&self, id: &str) -> Result<(), StoreError> {
-        x402_payment::Entity::delete_many()
-            .filter(x402_payment::Column::Id.eq(id))
-            .filter(x402_payment::Column::State.eq(PENDING))
-            .exec(&self.writer)
-            .await?;
-        Ok(())
-    }
-
-    /// Marks a claim settled, with the receipt sent to the caller.
-    pub async fn settle_x402_payment(&self, id: &str, receipt: &str) -> Result<(), StoreError> {
-        x402_payment::Entity::update_many()
-            .col_expr(x402_payment::Column::State, SETTLED.into())
-            .col_expr(x402_payment::Column::Receipt, Some(receipt.to_string()).into())
-            .filter(x402_payment::Column::Id.eq(id))
-            .exec(&self.writer)
-            .await?;
-        Ok(())
-    }
-
-    /// The receipt of the settled payment that the account's call with this Idempotency-Key made.
-    pub async fn x402_receipt(&self, entity_id: &str, idempotency_key: &str) -> Result<Option<String>, StoreError> {
-        Ok(x402_payment::Entity::find()
-            .filter(x402_payment::Column::EntityId.eq(entity_id))
-            .filter(x402_payment::Column::IdempotencyKey.eq(idempotency_key))
-            .filter(x402_payment::Column::State.eq(SETTLED))
-            .one(&self.writer)
-            .await?
-            .and_then(|p| p.receipt))
     }
 }

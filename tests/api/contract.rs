@@ -338,7 +338,7 @@ async fn documented_constraints_are_the_checked_ones() {
     let min = schema(&doc, "CalculateRequest")["properties"]["amount"]["minimum"].as_f64().unwrap();
     assert_eq!(min, format!("1e-{}", levy::validate::MAX_SCALE).parse::<f64>().unwrap());
     // The asset symbol: the body's attribute and the query parameter's agree.
-    let symbol = levy::api::schema::gains::SYMBOL_PATTERN;
+    let symbol = levy::api::schema::pattern::SYMBOL_PATTERN;
     assert_eq!(schema(&doc, "TradeBody")["properties"]["asset_symbol"]["pattern"], json!(symbol));
     let list = doc["paths"]["/api/v1/trades"]["get"]["parameters"].as_array().unwrap();
     let param = list.iter().find(|p| p["name"] == json!("asset_symbol")).unwrap();

@@ -1,5 +1,6 @@
 //! Migrations that move data: ledger rows packed by m20261121_000005 (zstd frames against a dictionary) come back
-//! as JSON text with m20261126_000001, and the packing columns and dictionaries go.
+//! as JSON text with m20261126_000001, and the packing columns and dictionaries go; the claims of x402 and MPP
+//! payments become rows of `paid_calls` with m20261128_000002.
 
 use levy_migrations::{Migrator, MigratorTrait};
 use sea_orm::{ConnectionTrait, Statement, Value};
@@ -61,6 +62,98 @@ async fn packed_rows_are_unpacked(backend: Backend) {
     {
         assert!(conn.query_all(Statement::from_string(b, gone)).await.is_err(), "{gone}");
     }
+}
+
+async fn payment_claims_move_to_one_table(backend: Backend) {
+    let Some(db) = Db::fresh(backend).await else { return eprintln!("TEST_DATABASE_URL not set: PostgreSQL run skipped") };
+    let store = db.store().await;
+    let conn = &store.writer;
+    let b = conn.get_database_backend();
+    // The schema before m20261128_000002.
+    let before = Migrator::migrations().iter().position(|m| m.name() == "m20261128_000002_one_table_of_paid_calls").unwrap() as u32;
+    Migrator::up(conn, Some(before)).await.unwrap();
+    let x402_hash = "ab".repeat(32);
+    let token_hash = "cd".repeat(32);
+    for sql in [
+        format!(
+            "INSERT INTO x402_payments (id, entity_id, payer, state, idempotency_key, receipt, created_at) \
+             VALUES ('{x402_hash}', 'ent_w1', '0x00000000000000000000000000000000000000aa', 'settled', 'k-1', 'eyJzdWNjZXNzIjp0cnVlfQ==', 5)"
+        ),
+        format!(
+            "INSERT INTO mpp_payments (id, spt_hash, entity_id, state, idempotency_key, receipt, created_at) \
+             VALUES ('challenge-1', '{token_hash}', 'ent_m1', 'unrecorded', NULL, 'receipt-1', 7)"
+        ),
+    ] {
+        conn.execute(Statement::from_string(b, sql)).await.unwrap();
+    }
+
+    Migrator::up(conn, None).await.unwrap();
+    let rows = conn
+        .query_all(Statement::from_string(
+            b,
+            "SELECT id, protocol, payer, token_hash, entity_id, state, idempotency_key, receipt, created_at FROM paid_calls ORDER BY id",
+        ))
+        .await
+        .unwrap();
+    let text = |r: &sea_orm::QueryResult, c: &str| r.try_get::<Option<String>>("", c).unwrap();
+    let got: Vec<Vec<Option<String>>> = rows
+        .iter()
+        .map(|r| {
+            let mut v: Vec<Option<String>> = ["id", "protocol", "payer", "token_hash", "entity_id", "state", "idempotency_key", "receipt"]
+                .iter()
+                .map(|c| text(r, c))
+                .collect();
+            v.push(Some(r.try_get::<i64>("", "created_at").unwrap().to_string()));
+            v
+        })
+        .collect();
+    let s = |x: &str| Some(x.to_string());
+    assert_eq!(
+        got,
+        vec![
+            vec![
+                s("mpp:challenge-1"),
+                s("mpp"),
+                None,
+                Some(token_hash.clone()),
+                s("ent_m1"),
+                s("unrecorded"),
+                None,
+                s("receipt-1"),
+                s("7")
+            ],
+            vec![
+                Some(format!("x402:{x402_hash}")),
+                s("x402"),
+                s("0x00000000000000000000000000000000000000aa"),
+                None,
+                s("ent_w1"),
+                s("settled"),
+                s("k-1"),
+                s("eyJzdWNjZXNzIjp0cnVlfQ=="),
+                s("5"),
+            ],
+        ]
+    );
+    // A token pays once: its hash stays unique.
+    let again = format!(
+        "INSERT INTO paid_calls (id, protocol, payer, token_hash, entity_id, state, created_at) \
+         VALUES ('mpp:challenge-2', 'mpp', NULL, '{token_hash}', 'ent_m2', 'pending', 9)"
+    );
+    assert!(conn.execute(Statement::from_string(b, again)).await.is_err());
+    for gone in ["SELECT * FROM x402_payments", "SELECT * FROM mpp_payments"] {
+        assert!(conn.query_all(Statement::from_string(b, gone)).await.is_err(), "{gone}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payment_claims_move_to_one_table_sqlite() {
+    payment_claims_move_to_one_table(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payment_claims_move_to_one_table_postgres() {
+    payment_claims_move_to_one_table(Backend::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

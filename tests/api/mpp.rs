@@ -11,7 +11,8 @@ use std::process::{Child, Command, Stdio};
 
 use base64::Engine;
 use levy::config::{Limits, Mpp};
-use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait};
+use levy::store::entity::paid_call;
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{json, Value};
 
 use crate::harness::{num, Backend, Payments, Reply, TestApp};
@@ -141,8 +142,13 @@ fn problem(r: &Reply) -> String {
     r.json["type"].as_str().unwrap_or("").trim_start_matches("https://paymentauth.org/problems/").to_string()
 }
 
+/// The claims of MPP payments.
+fn mpp_claims() -> sea_orm::Select<paid_call::Entity> {
+    paid_call::Entity::find().filter(paid_call::Column::Protocol.eq("mpp"))
+}
+
 async fn claims(app: &TestApp) -> u64 {
-    levy::store::entity::mpp_payment::Entity::find().count(&app.state.store.db).await.unwrap()
+    mpp_claims().count(&app.state.store.db).await.unwrap()
 }
 
 async fn ledger_rows(app: &TestApp) -> u64 {
@@ -391,7 +397,7 @@ async fn a_payment_whose_call_is_not_recorded_is_answered_on_retry(backend: Back
     assert!(r.header("Payment-Receipt").is_none(), "no receipt with an error");
     assert_eq!(stripe.succeeded().await, 1);
     assert_eq!(ledger_rows(&app).await, 0);
-    let kept = levy::store::entity::mpp_payment::Entity::find().all(&app.state.store.db).await.unwrap();
+    let kept = mpp_claims().all(&app.state.store.db).await.unwrap();
     assert_eq!((kept.len(), kept[0].state.as_str()), (1, "unrecorded"));
     assert!(kept[0].receipt.is_some(), "the receipt is kept for the retry (and an operator)");
 

@@ -310,8 +310,8 @@ async fn the_document_states_the_verify_bounds(app: TestApp) {
     assert_eq!(entry["additionalProperties"], json!(false));
     let zip =
         doc["paths"]["/api/v1/rates/local"]["get"]["parameters"].as_array().unwrap().iter().find(|p| p["name"] == "zip").unwrap().clone();
-    assert_eq!(zip["schema"]["pattern"], json!(levy::api::schema::param::ZIP_PATTERN));
-    assert_eq!(levy::api::schema::param::ZIP_PATTERN, "^[0-9]{5}(-[0-9]{4})?$");
+    assert_eq!(zip["schema"]["pattern"], json!(levy::api::schema::pattern::ZIP_PATTERN));
+    assert_eq!(levy::api::schema::pattern::ZIP_PATTERN, "^[0-9]{5}(-[0-9]{4})?$");
     let h = &doc["paths"]["/api/v1/rates"]["get"]["responses"]["200"]["headers"];
     assert!(h.get("ETAG").is_some() && h.get("CACHE-CONTROL").is_some(), "{h}");
     assert!(doc["paths"]["/api/v1/rates/capital-gains"]["get"]["responses"].get("304").is_some());

@@ -115,8 +115,9 @@ async fn paid(app: &TestApp, header: &(String, String), idempotency_key: Option<
 }
 
 async fn payments_held(app: &TestApp) -> u64 {
-    use sea_orm::{EntityTrait, PaginatorTrait};
-    levy::store::entity::x402_payment::Entity::find().count(&app.state.store.db).await.unwrap()
+    use levy::store::entity::paid_call;
+    use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+    paid_call::Entity::find().filter(paid_call::Column::Protocol.eq("x402")).count(&app.state.store.db).await.unwrap()
 }
 
 async fn x402_payment_is_settled_recorded_and_attributed(backend: Backend) {

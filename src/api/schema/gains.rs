@@ -17,8 +17,6 @@ use crate::listed_enum;
 
 listed_enum!(TradeType = crate::gains::request::TRADE_TYPES);
 
-/// An asset symbol: 1 to 50 of A–Z a–z 0–9 . _ -; the body's attribute repeats it (a test holds them equal).
-pub const SYMBOL_PATTERN: &str = r"^[A-Za-z0-9._\-]{1,50}$";
 listed_enum!(
     /// fifo (oldest lot first; the default), lifo (newest first), specific_id (the lot in specific_lot_id).
     AccountingMethod = crate::gains::Method::NAMES

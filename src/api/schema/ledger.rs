@@ -10,9 +10,11 @@ use poem_openapi::Object;
 
 use super::calculate::Obj;
 use super::number::{Exact, Usd};
-use crate::api::ledger::MAX_BATCH;
 
 use super::calculate::{CalculateRequest, FullCalculation, NexusAlert};
+
+/// The most records one ingest call takes.
+pub const MAX_BATCH: usize = 100;
 
 /// One ingest record: every calculate field, plus the caller's references and metadata.
 #[derive(Object)]

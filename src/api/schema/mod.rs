@@ -16,6 +16,7 @@ pub mod network;
 pub mod number;
 pub mod param;
 pub mod partners;
+pub mod pattern;
 pub mod pricing;
 pub mod rates;
 pub mod wallets;

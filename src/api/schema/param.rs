@@ -9,6 +9,10 @@ use poem_openapi::param::Query;
 use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
 use poem_openapi::types::{ParseFromParameter, ParseResult, Type};
 
+use super::pattern::{
+    AGENT_ID_PATTERN, CLAIM_TOKEN_PATTERN, EIN_LAST4_PATTERN, EIN_PATTERN, EMAIL_PATTERN, MONTH_PATTERN, NO_CONTROL_PATTERN,
+    SYMBOL_PATTERN, WALLET_ADDRESS_PATTERN, ZIP_PATTERN,
+};
 use crate::listed_enum;
 use crate::rules::schema as engine;
 
@@ -236,7 +240,7 @@ documented!(
     SymbolParam => MetaSchema {
         min_length: Some(1),
         max_length: Some(50),
-        pattern: Some(super::gains::SYMBOL_PATTERN.to_string()),
+        pattern: Some(SYMBOL_PATTERN.to_string()),
         ..MetaSchema::new("string")
     }
 );
@@ -305,13 +309,8 @@ documented!(
     ZipParam => MetaSchema { pattern: Some(ZIP_PATTERN.to_string()), ..MetaSchema::new("string") }
 );
 
-/// The pattern of a ZIP Code query parameter, 5 digits or ZIP+4 (documented, and checked by `is_zip`).
-pub const ZIP_PATTERN: &str = "^[0-9]{5}(-[0-9]{4})?$";
-
 /// What `ZIP_PATTERN` states.
 pub use crate::postal::is_zip;
-/// An EVM wallet address: `0x` and 40 hex digits, any case (compared case-insensitively).
-pub const WALLET_ADDRESS_PATTERN: &str = "^0x[0-9a-fA-F]{40}$";
 
 documented!(
     /// An EVM wallet address: `0x` and 40 hex digits, any case.
@@ -337,9 +336,6 @@ documented!(
     )
 );
 
-/// The pattern of a calendar month, `YYYY-MM`.
-pub const MONTH_PATTERN: &str = "^[0-9]{4}-(0[1-9]|1[0-2])$";
-
 documented!(
     /// A calendar month (UTC): `YYYY-MM`.
     MonthParam => MetaSchema { pattern: Some(MONTH_PATTERN.to_string()), ..MetaSchema::new("string") }
@@ -358,9 +354,6 @@ documented!(
     ShortText => MetaSchema { max_length: Some(200), ..MetaSchema::new("string") }
 );
 
-/// The pattern of an agent id (a network profile's, a counterparty's): letters, digits and _ - . : @.
-pub const AGENT_ID_PATTERN: &str = r"^[A-Za-z0-9_\-.:@]+$";
-
 documented!(
     /// A network agent id: 1 to 200 of A–Z a–z 0–9 _ - . : @.
     AgentIdParam => MetaSchema {
@@ -370,9 +363,6 @@ documented!(
         ..MetaSchema::new("string")
     }
 );
-
-/// The pattern of an EIN's last four digits.
-pub const EIN_LAST4_PATTERN: &str = r"^[0-9]{4}$";
 
 documented!(
     /// The last four digits of an EIN (never the whole number).
@@ -389,32 +379,20 @@ documented!(
     PerUserCap => MetaSchema { minimum: Some(1.0), maximum: Some(crate::partners::PER_USER_CAP as f64), ..MetaSchema::new("integer") }
 );
 
-/// The pattern of a claim token: `clm_` and 64 lowercase hex characters.
-pub const CLAIM_TOKEN_PATTERN: &str = "^clm_[0-9a-f]{64}$";
-
 documented!(
     /// A claim link's token: `clm_` and 64 lowercase hex characters.
     ClaimToken => MetaSchema { pattern: Some(CLAIM_TOKEN_PATTERN.to_string()), ..MetaSchema::new("string") }
 );
-
-/// The pattern of an email address: one @, a local part, a dotted domain, no spaces.
-pub const EMAIL_PATTERN: &str = r"^[^@\s\u0085]+@[^@\s\u0085.][^@\s\u0085]*\.[^@\s\u0085]*[^@\s\u0085.]$";
 
 documented!(
     /// An email address: one @, a local part, a dotted domain, no spaces; at most 320 characters.
     Email => MetaSchema { max_length: Some(320), pattern: Some(EMAIL_PATTERN.to_string()), ..MetaSchema::new("string") }
 );
 
-/// The pattern of an EIN: nine digits, or two, a dash and seven; or empty.
-pub const EIN_PATTERN: &str = r"^([0-9]{9}|[0-9]{2}-[0-9]{7})?$";
-
 documented!(
     /// An EIN: nine digits (dashes allowed as 12-3456789), or empty.
     Ein => MetaSchema { pattern: Some(EIN_PATTERN.to_string()), ..MetaSchema::new("string") }
 );
-
-/// The pattern of a caller's identifier: no control characters (U+0000 to U+001F, U+007F to U+009F).
-pub const NO_CONTROL_PATTERN: &str = r"^[^\u0000-\u001F\u007F-\u009F]*$";
 
 documented!(
     /// A partner's id for its user: 1 to 256 characters, no control characters (U+0000–U+001F, U+007F–U+009F).

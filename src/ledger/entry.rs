@@ -1,0 +1,50 @@
+//! What a recorded call may send: the engine's request, read from the body, with the fields that only the keyless
+//! demo honours refused.
+
+use serde_json::Value;
+
+use super::Entry;
+use crate::engine::parse_request;
+
+/// The fields a keyed call may not send (they bypass the account's own records).
+const DEMO_ONLY_FIELDS: &[&str] = &["nexus_override", "vendor_ytd_override"];
+
+impl Entry {
+    /// A keyed call's body (a calculate call's, an ingest record's without its own fields), as an entry; its
+    /// problems as `field: message`, each field prefixed with `prefix` (`records[3].`).
+    pub fn live(value: &Value, prefix: &str) -> Result<Entry, Vec<String>> {
+        Entry::refusing(
+            value,
+            prefix,
+            DEMO_ONLY_FIELDS,
+            "only honoured on keyless demo calls; live calls use the account's stored nexus and ledger",
+        )
+    }
+
+    /// The body of a call paid per call (x402, MPP): `nexus_override` is honoured (the spec gives it to "x402 inline
+    /// calls"; a keyless payer has no stored nexus to speak of), `vendor_ytd_override` is not (the payer's account
+    /// keeps its own 1099 totals).
+    pub fn paid(value: &Value) -> Result<Entry, Vec<String>> {
+        Entry::refusing(
+            value,
+            "",
+            &["vendor_ytd_override"],
+            "only honoured on keyless demo calls; a paid call's 1099 total is its account's own",
+        )
+    }
+
+    fn refusing(value: &Value, prefix: &str, refused: &[&str], why: &str) -> Result<Entry, Vec<String>> {
+        let mut errors: Vec<String> = Vec::new();
+        if let Some(obj) = value.as_object() {
+            errors.extend(refused.iter().filter(|f| obj.contains_key(**f)).map(|f| format!("{prefix}{f}: {why}")));
+        }
+        match parse_request(value) {
+            Ok(request) if errors.is_empty() => Ok(Entry::new(request, value.clone(), prefix.to_string(), None, None)),
+            Ok(_) => Err(errors),
+            Err(fields) => {
+                errors.extend(fields.iter().map(|e| format!("{prefix}{}: {}", e.field, e.message)));
+                Err(errors)
+            }
+        }
+    }
+}
