@@ -438,7 +438,7 @@ fn mcp(url: Option<String>) -> u8 {
     let Some(rt) = runtime() else { return 1 };
     let served = rt.block_on(async {
         let state = levy::server::offline_state(&config).await?;
-        levy::mcp::stdio::serve(&levy::api::openapi_json(state), &url, std::env::var("LEVY_API_KEY").ok()).await
+        levy::api::mcp::stdio::serve(&levy::api::openapi_json(state), &url, std::env::var("LEVY_API_KEY").ok()).await
     });
     match served {
         Ok(()) => 0,

@@ -224,17 +224,17 @@ async fn mcp_tools_answer_through_the_official_client_over_http_and_stdio() {
 
     // Every tool of src/mcp/tools.rs, in order, annotated by what it does, described for a model.
     let names: Vec<&str> = seen["http"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, levy::mcp::tools::TOOLS.iter().map(|t| t.name).collect::<Vec<_>>());
+    assert_eq!(names, levy::api::mcp::tools::TOOLS.iter().map(|t| t.name).collect::<Vec<_>>());
     assert_eq!(names.len(), 22);
     for tool in seen["http"]["tools"].as_array().unwrap() {
-        let spec = levy::mcp::tools::TOOLS.iter().find(|t| t.name == tool["name"]).unwrap();
-        let reads = spec.effect == levy::mcp::tools::Effect::Reads;
+        let spec = levy::api::mcp::tools::TOOLS.iter().find(|t| t.name == tool["name"]).unwrap();
+        let reads = spec.effect == levy::api::mcp::tools::Effect::Reads;
         assert_eq!(tool["read_only"], reads, "{tool}");
-        assert_eq!(tool["destructive"], spec.effect == levy::mcp::tools::Effect::Replaces, "{tool}");
+        assert_eq!(tool["destructive"], spec.effect == levy::api::mcp::tools::Effect::Replaces, "{tool}");
         assert_eq!(tool["described"], true, "{tool}");
     }
     for name in ["get_nexus", "get_local_rate", "list_transactions"] {
-        assert!(levy::mcp::tools::TOOLS.iter().any(|t| t.name == name && t.effect == levy::mcp::tools::Effect::Reads));
+        assert!(levy::api::mcp::tools::TOOLS.iter().any(|t| t.name == name && t.effect == levy::api::mcp::tools::Effect::Reads));
     }
     // Each tool's input schema is its operation's request schema, as the client compared them with the document.
     let equal = seen["http"]["schemas_equal"].as_object().unwrap();

@@ -331,12 +331,12 @@ pub fn guide(doc: &str, state: &AppState) -> String {
     line(r#"    {"mcpServers": {"levy": {"command": "levy", "args": ["mcp", "--url", "$LEVY"], "env": {"LEVY_API_KEY": "<API_KEY>"}}}}"#);
     line(r#"  Over HTTP: {"url": "$LEVY/mcp", "headers": {"X-API-Key": "<API_KEY>"}}. Tools (name, operation, effect):"#);
     let ops = operations(&doc);
-    for tool in crate::mcp::tools::TOOLS {
+    for tool in crate::api::mcp::tools::TOOLS {
         if let Some(op) = ops.iter().find(|o| o.id == tool.operation) {
             let effect = match tool.effect {
-                crate::mcp::tools::Effect::Reads => "read-only",
-                crate::mcp::tools::Effect::Records => "records",
-                crate::mcp::tools::Effect::Replaces => "replaces settings",
+                crate::api::mcp::tools::Effect::Reads => "read-only",
+                crate::api::mcp::tools::Effect::Records => "records",
+                crate::api::mcp::tools::Effect::Replaces => "replaces settings",
             };
             line(&format!("  {:<24} {} {}  [{effect}]", tool.name, op.method, op.path));
         }

@@ -275,7 +275,7 @@ impl Contract {
             Value::String(t) if !whole => t.trim().to_string(),
             _ => return err(out, path, if whole { "must be a whole number" } else { "must be a number" }),
         };
-        let mut c = crate::validate::Checker::default();
+        let mut c = crate::engine::validate::Checker::default();
         let Some(d) = c.decimal(path, Some(&Value::String(text.clone()))) else {
             return err(
                 out,

@@ -18,6 +18,7 @@ use super::schema::number::{Exact, Usd};
 use super::schema::param::{text, DateOrDateTime, Param, StateParam};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
+use crate::engine::validate::Checker;
 use crate::error_responses;
 use crate::ledger::report::day_of;
 use crate::ledger::{Entry, EntryOutcome, Job, Payer, Source};
@@ -25,7 +26,6 @@ use crate::rules::diag::did_you_mean;
 use crate::rules::schema::{state_index, Fact, STATES, TRANSACTION_TYPES};
 use crate::store::entity::transaction;
 use crate::store::ledger::TransactionFilter;
-use crate::validate::Checker;
 use poem_openapi::types::ParseFromJSON;
 
 pub struct LedgerApi(pub Arc<AppState>);

@@ -8,6 +8,7 @@ pub mod context;
 pub mod error;
 pub mod idempotency;
 pub mod limits;
+pub mod mcp;
 pub mod middleware;
 pub mod payload;
 pub mod query;
@@ -283,7 +284,7 @@ fn document(service: &OpenApiService<Apis, ()>) -> String {
     let mut requests = Vec::new();
     for op in doc["paths"].as_object().into_iter().flat_map(|p| p.values()).filter_map(|m| m.as_object()).flat_map(|m| m.values()) {
         for media in op["requestBody"]["content"].as_object().into_iter().flat_map(|c| c.values()) {
-            collect_refs(&doc, &media["schema"], &mut requests);
+            schema::collect_refs(&doc, &media["schema"], &mut requests);
         }
     }
     for name in &requests {
@@ -312,23 +313,6 @@ fn document(service: &OpenApiService<Apis, ()>) -> String {
         }
     }
     serde_json::to_string_pretty(&doc).expect("a JSON value serialises")
-}
-
-/// The component schemas `schema` refers to, directly or through others.
-pub fn collect_refs(doc: &serde_json::Value, schema: &serde_json::Value, out: &mut Vec<String>) {
-    match schema {
-        serde_json::Value::Object(map) => {
-            if let Some(name) = map.get("$ref").and_then(|r| r.as_str()).and_then(|r| r.strip_prefix("#/components/schemas/")) {
-                if !out.iter().any(|n| n == name) {
-                    out.push(name.to_string());
-                    collect_refs(doc, &doc["components"]["schemas"][name], out);
-                }
-            }
-            map.values().for_each(|v| collect_refs(doc, v, out));
-        }
-        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_refs(doc, v, out)),
-        _ => {}
-    }
 }
 
 /// `additionalProperties: false` on every object of `schema` (inline ones included) that lists its properties.
@@ -372,6 +356,6 @@ pub fn app(state: Arc<AppState>, trust_forwarded_for: bool) -> impl Endpoint<Out
     let rest = middleware::Envelope { inner: route.map_to_response(), trust_forwarded_for, bounds, body_budget, queries, metrics };
     // MCP's tools are REST calls made in-process through the same envelope (src/mcp/).
     let rest = Arc::new(rest.boxed());
-    let mcp = crate::mcp::http::endpoint(rest.clone(), &spec_for_tools, state.public_url.as_deref(), bounds.max_body_bytes);
+    let mcp = crate::api::mcp::http::endpoint(rest.clone(), &spec_for_tools, state.public_url.as_deref(), bounds.max_body_bytes);
     Route::new().at("/mcp", mcp).nest("/", rest)
 }

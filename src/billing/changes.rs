@@ -1,9 +1,49 @@
-//! What a billing event does to an account's plans (the events as `payments::checkout` reads them).
+//! What a billing event asks of an account (`Change`, as `payments::checkout` reads it from the processor's event),
+//! and what it does to the account's plans.
 
 use super::{Product, Standing};
-use crate::payments::checkout::Change;
 use crate::plans::DEFAULT_PLAN;
 use crate::store::entity::entity;
+
+/// What a billing event asks of an account.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    /// `checkout.session.completed`, paid: the account holds these tiers, paid by this subscription.
+    Subscribed { entity_id: String, subscription: String, customer: Option<String>, tiers: Vec<(Product, String)> },
+    /// `customer.subscription.updated`: the subscription's status and the tiers its prices stand for.
+    Updated { entity_id: Option<String>, subscription: String, status: String, tiers: Vec<(Product, String)> },
+    /// `customer.subscription.deleted`: the products it paid for go back to the free plan.
+    Ended { entity_id: Option<String>, subscription: String },
+    /// `invoice.payment_failed`: the account becomes past due.
+    PaymentFailed { subscription: String },
+    /// `invoice.paid`: a payment succeeded; a past-due account is active again.
+    Paid { subscription: String },
+    /// An event levy does not act on (another type, or an unpaid checkout): why.
+    Nothing(String),
+}
+
+impl Change {
+    /// The account the event names by id, when it does (otherwise it is found by its subscription).
+    pub fn entity_id(&self) -> Option<&str> {
+        match self {
+            Change::Subscribed { entity_id, .. } => Some(entity_id),
+            Change::Updated { entity_id, .. } | Change::Ended { entity_id, .. } => entity_id.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The processor's subscription the event is about.
+    pub fn subscription(&self) -> Option<&str> {
+        match self {
+            Change::Subscribed { subscription, .. }
+            | Change::Updated { subscription, .. }
+            | Change::Ended { subscription, .. }
+            | Change::PaymentFailed { subscription }
+            | Change::Paid { subscription } => Some(subscription),
+            Change::Nothing(_) => None,
+        }
+    }
+}
 
 fn subscription_of(account: &mut entity::Model, product: Product) -> &mut Option<String> {
     match product {

@@ -1,10 +1,19 @@
 //! A payment processor's billing event, taken once: what it does to the account it names (`changes::apply`), recorded
 //! with the event in one database transaction (`Store::take_billing_event`, `Store::settle_billing_event`).
 
-use super::changes::apply;
-use crate::payments::checkout::{Change, Event};
+use super::changes::{apply, Change};
 use crate::store::billing::EventRow;
 use crate::store::{Store, StoreError};
+
+/// A billing event as delivered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub id: String,
+    pub kind: String,
+    /// The event's `created` time, in Unix ms.
+    pub created_ms: i64,
+    pub change: Change,
+}
 
 /// What taking a billing event did.
 #[derive(Debug, PartialEq)]

@@ -159,7 +159,7 @@ pub const MAINTENANCE_FIELDS: &[&str] = &[
     "seller_sold_software",
 ];
 
-pub(crate) use crate::validate::Checker as V;
+pub(crate) use crate::engine::validate::Checker as V;
 
 impl V {
     /// An enumerated fact: checks the value against the schema and stores it.

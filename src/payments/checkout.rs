@@ -14,6 +14,8 @@ use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
+use crate::billing::changes::Change;
+use crate::billing::events::Event;
 use crate::billing::Product;
 use crate::config::Billing;
 use crate::plans::{Plans, DEFAULT_PLAN};
@@ -248,33 +250,6 @@ pub fn verify(secret: &str, header: Option<&str>, body: &[u8], now_secs: i64) ->
     }
 }
 
-/// What a billing event asks of an account.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Change {
-    /// `checkout.session.completed`, paid: the account holds these tiers, paid by this subscription.
-    Subscribed { entity_id: String, subscription: String, customer: Option<String>, tiers: Vec<(Product, String)> },
-    /// `customer.subscription.updated`: the subscription's status and the tiers its prices stand for.
-    Updated { entity_id: Option<String>, subscription: String, status: String, tiers: Vec<(Product, String)> },
-    /// `customer.subscription.deleted`: the products it paid for go back to the free plan.
-    Ended { entity_id: Option<String>, subscription: String },
-    /// `invoice.payment_failed`: the account becomes past due.
-    PaymentFailed { subscription: String },
-    /// `invoice.paid`: a payment succeeded; a past-due account is active again.
-    Paid { subscription: String },
-    /// An event levy does not act on (another type, or an unpaid checkout): why.
-    Nothing(String),
-}
-
-/// A billing event as delivered.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Event {
-    pub id: String,
-    pub kind: String,
-    /// The event's `created` time, in Unix ms.
-    pub created_ms: i64,
-    pub change: Change,
-}
-
 /// The `subscription` an invoice belongs to: `subscription` up to API version 2025-03-31, and
 /// `parent.subscription_details.subscription` from it on.
 fn invoice_subscription(invoice: &Value) -> Option<String> {
@@ -324,27 +299,4 @@ pub fn parse_event(body: &Value, prices: &Prices) -> Result<Event, String> {
         other => Change::Nothing(format!("levy does not act on {other} events")),
     };
     Ok(Event { id, kind, created_ms, change })
-}
-
-impl Change {
-    /// The account the event names by id, when it does (otherwise it is found by its subscription).
-    pub fn entity_id(&self) -> Option<&str> {
-        match self {
-            Change::Subscribed { entity_id, .. } => Some(entity_id),
-            Change::Updated { entity_id, .. } | Change::Ended { entity_id, .. } => entity_id.as_deref(),
-            _ => None,
-        }
-    }
-
-    /// The processor's subscription the event is about.
-    pub fn subscription(&self) -> Option<&str> {
-        match self {
-            Change::Subscribed { subscription, .. }
-            | Change::Updated { subscription, .. }
-            | Change::Ended { subscription, .. }
-            | Change::PaymentFailed { subscription }
-            | Change::Paid { subscription } => Some(subscription),
-            Change::Nothing(_) => None,
-        }
-    }
 }

@@ -76,7 +76,7 @@ async fn the_tool_list_is_stable(app: TestApp) {
             })
         })
         .collect();
-    assert_eq!(tools.len(), levy::mcp::tools::TOOLS.len());
+    assert_eq!(tools.len(), levy::api::mcp::tools::TOOLS.len());
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots"));
     settings.set_prepend_module_to_snapshot(false);

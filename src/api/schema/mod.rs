@@ -87,3 +87,20 @@ macro_rules! listed_enum {
         }
     };
 }
+
+/// The component schemas `schema` refers to, directly or through others.
+pub fn collect_refs(doc: &serde_json::Value, schema: &serde_json::Value, out: &mut Vec<String>) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if let Some(name) = map.get("$ref").and_then(|r| r.as_str()).and_then(|r| r.strip_prefix("#/components/schemas/")) {
+                if !out.iter().any(|n| n == name) {
+                    out.push(name.to_string());
+                    collect_refs(doc, &doc["components"]["schemas"][name], out);
+                }
+            }
+            map.values().for_each(|v| collect_refs(doc, v, out));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_refs(doc, v, out)),
+        _ => {}
+    }
+}

@@ -412,13 +412,13 @@ documented!(
 impl Rate {
     /// The rate, exactly as sent (`None` only for a value the check refuses).
     pub fn decimal(&self) -> Option<rust_decimal::Decimal> {
-        crate::validate::Checker::default().decimal("rate", Some(&self.0))
+        crate::engine::validate::Checker::default().decimal("rate", Some(&self.0))
     }
 }
 
 /// The exact decimal of a JSON number (or decimal string), as `api::conform` checked it; `None` for anything else.
 pub fn exact(v: &serde_json::Value) -> Option<rust_decimal::Decimal> {
-    crate::validate::Checker::default().decimal("value", Some(v))
+    crate::engine::validate::Checker::default().decimal("value", Some(v))
 }
 
 documented!(

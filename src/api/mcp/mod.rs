@@ -251,7 +251,7 @@ fn resolved<'d>(doc: &'d Value, schema: &'d Value) -> &'d Value {
 /// `schema` with the components it refers to under `$defs`, its references pointing there.
 fn standalone(doc: &Value, mut schema: Value) -> JsonObject {
     let mut names = Vec::new();
-    crate::api::collect_refs(doc, &schema, &mut names);
+    crate::api::schema::collect_refs(doc, &schema, &mut names);
     let defs: Map<String, Value> = names.iter().map(|n| (n.clone(), doc["components"]["schemas"][n.as_str()].clone())).collect();
     if !defs.is_empty() {
         schema["$defs"] = Value::Object(defs);
