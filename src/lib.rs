@@ -10,6 +10,7 @@ pub mod clock;
 pub mod config;
 pub mod engine;
 pub mod gains;
+pub mod idempotency;
 pub mod ledger;
 pub mod metrics;
 pub mod partners;

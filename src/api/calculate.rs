@@ -11,12 +11,12 @@ use poem_openapi::{ApiResponse, OpenApi};
 use super::auth::{KeyAuth, KeyOrDemo};
 use super::context::client_ip;
 use super::error::{ApiError, ErrorEnvelope};
-use super::idempotency::{body_hash, parse_key, Begin};
+use super::idempotency::{parse_key, replayed};
 use super::payload::{JsonBody, JsonText};
 use super::schema::calculate::{CalculateRequest, Calculation};
 use super::{ApiTags, AppState};
 use crate::engine::{determine, parse_request, render, Input};
-use crate::ledger::{Entry, Job, Payer, Source};
+use crate::ledger::keyed::Keyed;
 use crate::security::new_id;
 
 pub struct CalculateApi(pub Arc<AppState>);
@@ -230,14 +230,6 @@ impl AppState {
     }
 }
 
-/// Where a keyed call goes after [`AppState::before_batch`].
-enum Next {
-    /// The stored response of an earlier call with the same Idempotency-Key.
-    Replay(String),
-    /// To the ledger batch, with the Idempotency-Key it claimed.
-    Record(Box<Entry>, Option<String>),
-}
-
 impl AppState {
     /// A keyed calculation: the response text, stored under the Idempotency-Key when one was sent. The call is
     /// counted in its key's burst window by the ledger batch, or here if it ends before it (a 400, a replay).
@@ -249,60 +241,28 @@ impl AppState {
     ) -> Result<String, ApiError> {
         let owner = self.ledger_key(key).await?;
         let now_ms = self.clock.now_ms();
-        let (live, idem) = match self.before_batch(key, &owner.entity_id, idempotency_key, body).await {
-            Ok(Next::Record(live, idem)) => (live, idem),
-            Ok(Next::Replay(text)) => {
+        let keyed = match (body.value(), parse_key(idempotency_key)) {
+            (Ok(value), Ok(idem)) => {
+                self.ledger.keyed_call(&owner.key_id, &owner.entity_id, idem, value, &self.clock).await.map_err(ApiError::from)
+            }
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+        match keyed {
+            Ok(Keyed::Answered(answer)) => self.answered(now_ms, answer).map(|r| r.response),
+            Ok(Keyed::Replay(text)) => {
                 self.count_burst(&owner.key_id, now_ms).await?;
-                return Ok(text);
+                // A replay does not reach the ledger batch, which checks the key again: check it here.
+                self.authenticate(key).await?;
+                replayed();
+                Ok(text)
+            }
+            Ok(Keyed::Refused(refusal)) => {
+                self.count_burst(&owner.key_id, now_ms).await?;
+                Err(refusal.into())
             }
             Err(e) => {
                 self.count_burst(&owner.key_id, now_ms).await?;
-                return Err(e);
-            }
-        };
-        let source = Source::Calculate { idempotency_key: idem.clone() };
-        let payer = Payer::ApiKey { key_id: owner.key_id.clone(), entity_id: owner.entity_id.clone() };
-        let mut job = Job { payer, entries: vec![*live], source, now_ms };
-        // A request the engine cannot answer as sent (an origin-sourced sale without seller_zip) ends here, as
-        // the other 400s do: counted in the key's window, its Idempotency-Key released.
-        if let Err(e) = self.ledger.prepare_job(&mut job).await.map_err(ApiError::from) {
-            self.count_burst(&owner.key_id, now_ms).await?;
-            if let Some(k) = &idem {
-                self.release_idempotency_key(&owner.entity_id, k).await;
-            }
-            return Err(e);
-        }
-        let result = self.record(job).await.map(|r| r.response);
-        if let (Err(_), Some(k)) = (&result, &idem) {
-            self.release_idempotency_key(&owner.entity_id, k).await;
-        }
-        result
-    }
-
-    /// What a keyed call does before the ledger batch: validate, and claim (or replay) the Idempotency-Key.
-    async fn before_batch(
-        &self,
-        key: &KeyAuth,
-        entity_id: &str,
-        idempotency_key: Option<&str>,
-        body: &JsonBody<CalculateRequest>,
-    ) -> Result<Next, ApiError> {
-        let value = body.value()?;
-        let idem = parse_key(idempotency_key)?;
-        if let Some(k) = &idem {
-            if let Begin::Replay { body, .. } = self.begin_idempotent(entity_id, k, &body_hash("calculate", value)).await? {
-                // A replay does not reach the ledger batch, which checks the key again: check it here.
-                self.authenticate(key).await?;
-                return Ok(Next::Replay(body));
-            }
-        }
-        match Entry::live(value, "") {
-            Ok(live) => Ok(Next::Record(Box::new(live), idem)),
-            Err(errors) => {
-                if let Some(k) = &idem {
-                    self.release_idempotency_key(entity_id, k).await;
-                }
-                Err(ApiError::invalid(errors))
+                Err(e)
             }
         }
     }

@@ -160,6 +160,11 @@ impl AppState {
     pub async fn record(&self, job: Job) -> Result<Recorded, ApiError> {
         let now_ms = job.now_ms;
         let answer = self.ledger.record(job).await;
+        self.answered(now_ms, answer)
+    }
+
+    /// A job's answer from the ledger batch: its key's burst window reported (X-RateLimit-*), a refusal counted.
+    pub fn answered(&self, now_ms: i64, answer: crate::ledger::Answer) -> Result<Recorded, ApiError> {
         if let Some(count) = answer.burst {
             self.burst_verdict(now_ms, count)?;
         }

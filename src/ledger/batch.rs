@@ -61,7 +61,7 @@ const MAX_BATCH: usize = 64;
 
 /// The batches of one instance, and what it caches for them.
 pub struct Ledger {
-    store: Store,
+    pub(super) store: Store,
     registry: Arc<Registry>,
     /// The plans whose allowances the batch counts calls against.
     plans: Arc<Plans>,

@@ -10,6 +10,7 @@
 mod batch;
 pub mod corrections;
 mod entry;
+pub mod keyed;
 pub mod liability;
 pub mod report;
 

@@ -214,8 +214,8 @@ documented!(
     /// 1 to 255 visible ASCII characters (a UUID is a good choice); any other value is 400 IDEMPOTENCY_KEY_INVALID.
     IdempotencyKey => MetaSchema {
         min_length: Some(1),
-        max_length: Some(crate::api::idempotency::MAX_KEY_LEN),
-        pattern: Some(crate::api::idempotency::key_pattern()),
+        max_length: Some(crate::idempotency::MAX_KEY_LEN),
+        pattern: Some(crate::idempotency::key_pattern()),
         ..MetaSchema::new("string")
     }
 );

@@ -1,0 +1,64 @@
+//! A calculate call paid by an API key, from its body to its batch: the Idempotency-Key claimed (or its answer
+//! replayed), the body read as a keyed call's entry, the entry prepared, and the job recorded. A call that ends
+//! before the batch gives its key back.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Answer, Entry, Job, Ledger, Payer, Refusal, Source};
+use crate::clock::Clock;
+use crate::idempotency::{self, body_hash, Begin};
+
+/// How a keyed call ended.
+pub enum Keyed {
+    /// The stored answer of an earlier call with the same Idempotency-Key.
+    Replay(String),
+    /// The batch's answer, with the call's count in its key's burst window.
+    Answered(Answer),
+    /// Refused before the batch (a body that is no calculate request, a request the engine cannot answer as sent):
+    /// the batch did not count it in the key's burst window.
+    Refused(Refusal),
+}
+
+impl Ledger {
+    /// Records a keyed calculate call of the key `key_id`, of the account `entity_id`.
+    pub async fn keyed_call(
+        self: &Arc<Self>,
+        key_id: &str,
+        entity_id: &str,
+        idempotency_key: Option<String>,
+        body: &Value,
+        clock: &Clock,
+    ) -> Result<Keyed, idempotency::Refused> {
+        if let Some(k) = &idempotency_key {
+            if let Begin::Replay { body, .. } = idempotency::begin(&self.store, clock, entity_id, k, &body_hash("calculate", body)).await? {
+                return Ok(Keyed::Replay(body));
+            }
+        }
+        let give_back = || async {
+            if let Some(k) = &idempotency_key {
+                idempotency::release(&self.store, entity_id, k).await;
+            }
+        };
+        let entry = match Entry::live(body, "") {
+            Ok(entry) => entry,
+            Err(errors) => {
+                give_back().await;
+                return Ok(Keyed::Refused(Refusal::Input(errors)));
+            }
+        };
+        let payer = Payer::ApiKey { key_id: key_id.to_string(), entity_id: entity_id.to_string() };
+        let source = Source::Calculate { idempotency_key: idempotency_key.clone() };
+        let mut job = Job { payer, entries: vec![entry], source, now_ms: clock.now_ms() };
+        if let Err(refusal) = self.prepare_job(&mut job).await {
+            give_back().await;
+            return Ok(Keyed::Refused(refusal));
+        }
+        let answer = self.record(job).await;
+        if answer.result.is_err() {
+            give_back().await;
+        }
+        Ok(Keyed::Answered(answer))
+    }
+}
