@@ -54,8 +54,10 @@ pub trait PerCall {
     fn receipt_header(&self) -> &'static str;
     /// The claim's id: the protocol and its own id of the payment.
     fn claim_id(&self) -> String;
-    /// The claim of an account's call, before the payment is taken.
-    fn claim(&self, entity_id: &str, idempotency_key: Option<String>, now_ms: i64) -> paid_call::Model;
+    /// The paying wallet, for a protocol that names one (x402).
+    fn payer(&self) -> Option<String>;
+    /// The SHA-256 of a secret that pays once whatever the claim (MPP's Shared Payment Token).
+    fn token_hash(&self) -> Option<String>;
     /// The refusal of a payment that has paid for a call already.
     fn spent(&self) -> Refusal;
     /// The account the call is recorded to (created on its first payment where it stands for the payer).
@@ -108,7 +110,18 @@ pub async fn pay_and_record<P: PerCall>(
     let mut job = Job { payer, entries: vec![entry], source, now_ms };
     ledger.prepare_job(&mut job).await.map_err(Failure::Ledger)?;
     let id = payment.claim_id();
-    if !store.claim_paid_call(payment.claim(entity_id, idempotency_key, now_ms)).await? {
+    let claim = paid_call::Model {
+        id: id.clone(),
+        protocol: payment.protocol().into(),
+        payer: payment.payer(),
+        token_hash: payment.token_hash(),
+        entity_id: entity_id.into(),
+        state: PENDING.into(),
+        idempotency_key,
+        receipt: None,
+        created_at: now_ms,
+    };
+    if !store.claim_paid_call(claim).await? {
         // Paid before: answered, being answered, or taken without its call written (then written now).
         return match store.take_unrecorded(&id).await? {
             Some(receipt) => record(payment, store, ledger, job, &id, receipt).await,
@@ -172,18 +185,12 @@ impl PerCall for X402Call<'_> {
         format!("x402:{}", self.x402.payment_id(&self.payment))
     }
 
-    fn claim(&self, entity_id: &str, idempotency_key: Option<String>, now_ms: i64) -> paid_call::Model {
-        paid_call::Model {
-            id: self.claim_id(),
-            protocol: self.protocol().into(),
-            payer: Some(self.payment.payer()),
-            token_hash: None,
-            entity_id: entity_id.into(),
-            state: PENDING.into(),
-            idempotency_key,
-            receipt: None,
-            created_at: now_ms,
-        }
+    fn payer(&self) -> Option<String> {
+        Some(self.payment.payer())
+    }
+
+    fn token_hash(&self) -> Option<String> {
+        None
     }
 
     fn spent(&self) -> Refusal {
@@ -249,18 +256,12 @@ impl PerCall for MppCall<'_> {
         format!("mpp:{}", self.credential.challenge_id)
     }
 
-    fn claim(&self, entity_id: &str, idempotency_key: Option<String>, now_ms: i64) -> paid_call::Model {
-        paid_call::Model {
-            id: self.claim_id(),
-            protocol: self.protocol().into(),
-            payer: None,
-            token_hash: Some(sha256_hex(self.credential.spt.as_bytes())),
-            entity_id: entity_id.into(),
-            state: PENDING.into(),
-            idempotency_key,
-            receipt: None,
-            created_at: now_ms,
-        }
+    fn payer(&self) -> Option<String> {
+        None
+    }
+
+    fn token_hash(&self) -> Option<String> {
+        Some(sha256_hex(self.credential.spt.as_bytes()))
     }
 
     fn spent(&self) -> Refusal {
