@@ -444,7 +444,41 @@ async fn calls_paid_per_call_share_batches_with_keyed_calls(app: TestApp) {
     assert_eq!(app.state.store.read_counter(&format!("usage:{}", a.entity_id), month).await.unwrap(), 1506);
 }
 
+/// Four accounts' calls at once, interleaved: on PostgreSQL their batches run beside each other (a batch holds an
+/// account at a time), on SQLite one after another; either way each account's figures are its own calls' alone,
+/// one by one: 1099 totals of 100, 200, … 1,200 to a counterparty id the four share, 12 rows, 12 calls counted.
+async fn accounts_in_concurrent_batches_add_up_each_on_its_own(app: TestApp) {
+    let mut accounts = Vec::new();
+    for n in 0..4 {
+        let a = app.signup(&format!("partition-{n}@example.com")).await;
+        app.set_nexus(&a.key, &["TX"]).await;
+        accounts.push(a);
+    }
+    let keys: Vec<&str> = accounts.iter().map(|a| a.key.as_str()).collect();
+    let calls = (0..48).map(|_| calc(100, "shared-cp")).collect();
+    let replies = all_at_once_with_keys(&app, &keys, calls).await;
+    for (n, a) in accounts.iter().enumerate() {
+        // Calls were sent with the keys in turn: call i is account i % 4's.
+        let mut seen: Vec<i64> = replies
+            .iter()
+            .skip(n)
+            .step_by(4)
+            .map(|(status, body)| {
+                assert_eq!(*status, 200, "{body}");
+                assert_eq!(body["entity_id"], json!(a.entity_id), "{body}");
+                num(&body["tracking_1099"]["vendor_ytd_total"]) as i64
+            })
+            .collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (1..=12).map(|k| k * 100).collect::<Vec<_>>(), "account {n}");
+        assert_eq!(app.ledger_rows(&a.entity_id).await, 12);
+        let month = levy::billing::month_start_ms(app.state.clock.now_ms());
+        assert_eq!(app.state.store.read_counter(&format!("usage:{}", a.entity_id), month).await.unwrap(), 12);
+    }
+}
+
 on_both!(
+    accounts_in_concurrent_batches_add_up_each_on_its_own,
     calls_paid_per_call_share_batches_with_keyed_calls,
     two_keys_of_one_account_in_one_batch_share_its_nexus,
     nexus_changed_on_another_instance_is_used_on_the_next_call,
