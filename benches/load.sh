@@ -11,6 +11,8 @@
 #
 # Limits are raised for the run (LEVY_BURST_LIMIT, LEVY_DEMO_*_LIMIT) so that the limiter's own
 # database work is measured without its refusals. Usage: bash benches/load.sh [seconds per run, default 10]
+# LEVY_BENCH_ACCOUNTS=N spreads the keyed calls over N accounts (default 1), each request with the next account's
+# key: on PostgreSQL the ledger's batches of different accounts run beside each other.
 # LEVY_BENCH_SCRAPE=1 reads the metrics as Prometheus would while the load runs: /metrics opened by a token
 # (LEVY_METRICS_TOKEN) and scraped every second. (The metrics are always counted; this adds their reading.)
 set -euo pipefail
@@ -19,6 +21,7 @@ DUR="${1:-10}"
 PORT="${LEVY_BENCH_PORT:-18080}"
 read -r -a CONN_COUNTS <<<"${LEVY_BENCH_CONNS:-16 64}"
 HALF_RUNS="${LEVY_BENCH_HALF_RUNS:-3}"
+ACCOUNTS="${LEVY_BENCH_ACCOUNTS:-1}"
 command -v wrk >/dev/null || apt-get install -y wrk >/dev/null
 # LEVY_BENCH_BIN measures a binary built beforehand (to alternate two builds); else the release build of this tree.
 BIN="${LEVY_BENCH_BIN:-}"
@@ -29,6 +32,7 @@ fi
 
 WORK="$(mktemp -d)"
 export LEVY_DATA_DIR="$WORK" LEVY_BURST_LIMIT=1000000000 LEVY_DEMO_MINUTE_LIMIT=1000000000 LEVY_DEMO_DAY_LIMIT=1000000000 RUST_LOG=warn
+export LEVY_SIGNUP_HOUR_LIMIT=1000000 LEVY_SIGNUP_DAY_LIMIT=1000000
 SCRAPE="${LEVY_BENCH_SCRAPE:-0}"
 [ "$SCRAPE" = 1 ] && export LEVY_METRICS_TOKEN=bench-scrape-token
 "$BIN" serve --bind "127.0.0.1:$PORT" >"$WORK/server.log" 2>&1 &
@@ -45,17 +49,23 @@ if [ "$SCRAPE" = 1 ]; then
   SCRAPER=$!
 fi
 
-KEY=$(curl -sf "$BASE/api/v1/auth/signup" -H 'Content-Type: application/json' \
-  -d '{"email":"bench@example.com","password":"benchmark-password","agent_name":"bench","agent_work_type":"compute"}' |
-  python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"]["key"])')
+KEYS=()
+for n in $(seq 1 "$ACCOUNTS"); do
+  email="bench@example.com"; [ "$n" = 1 ] || email="bench$n@example.com"
+  KEYS+=("$(curl -sf "$BASE/api/v1/auth/signup" -H 'Content-Type: application/json' \
+    -d '{"email":"'"$email"'","password":"benchmark-password","agent_name":"bench","agent_work_type":"compute"}' |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"]["key"])')")
+done
 # The free plan stops at 1,500 calls a month; the keyed run would then measure 429s. Put the bench
-# account on the pro plan (1,000,000 included) straight in its database.
+# accounts on the pro plan (1,000,000 included) straight in their database.
 if [ -n "${DATABASE_URL:-}" ]; then
-  psql -q "$DATABASE_URL" -c "UPDATE entities SET plan = 'pro' WHERE email = 'bench@example.com'"
+  psql -q "$DATABASE_URL" -c "UPDATE entities SET plan = 'pro' WHERE email LIKE 'bench%@example.com'"
 else
   python3 -c 'import sqlite3,sys; c = sqlite3.connect(sys.argv[1]); c.execute("UPDATE entities SET plan = ?", ("pro",)); c.commit()' "$WORK/levy.db"
 fi
-curl -sf "$BASE/api/v1/nexus" -H "X-API-Key: $KEY" -H 'Content-Type: application/json' -d '{"nexus":{"TX":{"hasNexus":true}}}' >/dev/null
+for KEY in "${KEYS[@]}"; do
+  curl -sf "$BASE/api/v1/nexus" -H "X-API-Key: $KEY" -H 'Content-Type: application/json' -d '{"nexus":{"TX":{"hasNexus":true}}}' >/dev/null
+done
 
 BODY='{"amount": 100.5, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "bench-cp", "transaction_type": "saas"}'
 script() { # $1 = method, $2 = body, $3 = extra header line (lua), file on stdout
@@ -73,7 +83,10 @@ LUA
 }
 script GET "" "" >"$WORK/health.lua"
 script POST "$BODY" "" >"$WORK/demo.lua"
-script POST "$BODY" "wrk.headers[\"X-API-Key\"] = \"$KEY\"" >"$WORK/keyed.lua"
+# Each request carries the next account's key.
+script POST "$BODY" "local keys = {$(printf '"%s",' "${KEYS[@]}")}
+local sent = 0
+function request() sent = sent + 1; wrk.headers[\"X-API-Key\"] = keys[sent % #keys + 1]; return wrk.format() end" >"$WORK/keyed.lua"
 
 # run LUA URL PAUSE CONNECTIONS → "rps p50_ms p99_ms"
 run() {
@@ -134,7 +147,7 @@ if abs($rps / (${RPS[$name]} / 2) - 1) > 0.05: print(round(max(0.0, $pause + $cy
 done
 
 echo
-echo "levy load benchmark: $(nproc) cores, ${DUR}s per run, database: ${DATABASE_URL:-sqlite (WAL)}"
+echo "levy load benchmark: $(nproc) cores, ${DUR}s per run, database: ${DATABASE_URL:-sqlite (WAL)}, keyed calls over $ACCOUNTS account(s)"
 printf "$COLS\n" "no pauses" conns "req/s" "p50 ms" "p99 ms"
 printf '%s' "$SWEEP"
 echo

@@ -78,13 +78,13 @@ pub struct Ledger {
     metrics: Arc<crate::metrics::Metrics>,
 }
 
-/// Batches of PostgreSQL's ledger that may run at once. Every job of an account touches its usage, 1099 and
-/// revenue rows, so two batches holding one account would only wait for each other's row locks (measured with
-/// benches/load.sh on one account, two or four unpartitioned batches gave 27% and 44% fewer keyed calls per second
-/// than one): batches are partitioned by account, an account in one batch at a time, and those of other accounts
-/// run beside it. SQLite has one writer: one batch at a time.
-const POSTGRES_BATCHES: usize = 4;
-
+/// One batch at a time per instance, on either database. Every keyed call of an account touches the same
+/// usage, 1099 and revenue rows, so on PostgreSQL a second concurrent batch would only wait for the first's row
+/// locks until it commits: measured with benches/load.sh, two or four concurrent batches gave 27% and 44% fewer
+/// keyed calls per second than one. Partitioned by account (an account in one running batch, up to four batches of
+/// others beside it) they gave nothing either with the calls spread over eight accounts (2026-11-28,
+/// `LEVY_BENCH_ACCOUNTS=8`, benches/README.md): smaller batches cost more per call on a machine whose cores the
+/// database, the server and the load share.
 impl Ledger {
     pub fn new(
         store: Store,
@@ -93,8 +93,7 @@ impl Ledger {
         burst_per_minute: i64,
         metrics: Arc<crate::metrics::Metrics>,
     ) -> Ledger {
-        let concurrent = if store.writer.get_database_backend() == DbBackend::Postgres { POSTGRES_BATCHES } else { 1 };
-        let group = Group::partitioned(MAX_BATCH, concurrent, |job: &Job| job.payer.entity_id());
+        let group = Group::new(MAX_BATCH, 1);
         Ledger {
             store,
             registry,

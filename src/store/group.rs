@@ -12,53 +12,16 @@
 //! away (a dropped connection) never aborts the others' writes. An idle instance applies a lone job at
 //! once, as a batch of one; under load, batches grow with the number of requests waiting.
 //!
-//! A group may be partitioned ([`Group::partitioned`]): each job names its partition (an account, say), and a
-//! partition is in at most one running batch, its jobs taken in the order they queued. Batches of other partitions
-//! run beside it, up to the number of concurrent runners: writes that can only meet within a partition then never
-//! wait for each other's locks.
-//!
 //! A batch answers its callers through [`Replies`] as soon as their results are settled, and may then go on
 //! with work of its own (giving back a connection, say) before the runner takes the next batch: the callers
 //! do not wait for that.
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-type Queue<J, R> = Arc<Mutex<Waiting<J, R>>>;
-
-/// The jobs waiting, oldest first, and the partitions of the batches being applied.
-struct Waiting<J, R> {
-    jobs: Vec<(J, oneshot::Sender<R>)>,
-    held: HashSet<String>,
-}
-
-impl<J, R> Default for Waiting<J, R> {
-    fn default() -> Self {
-        Waiting { jobs: Vec::new(), held: HashSet::new() }
-    }
-}
-
-/// The partition of a job.
-type Partition<J> = fn(&J) -> &str;
-
-/// A batch taken from the queue, holding its partitions until it is dropped (applied, or its runner panicked).
-struct Batch<J, R> {
-    jobs: Vec<(J, oneshot::Sender<R>)>,
-    queue: Queue<J, R>,
-    held: Vec<String>,
-}
-
-impl<J, R> Drop for Batch<J, R> {
-    fn drop(&mut self) {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        for p in &self.held {
-            q.held.remove(p);
-        }
-    }
-}
+type Queue<J, R> = Arc<Mutex<Vec<(J, oneshot::Sender<R>)>>>;
 
 /// The callers of one batch, answered together.
 pub struct Replies<R>(Vec<oneshot::Sender<R>>);
@@ -77,24 +40,16 @@ pub struct Group<J, R> {
     queue: Queue<J, R>,
     lead: Arc<tokio::sync::Semaphore>,
     max_batch: usize,
-    partition: Option<Partition<J>>,
 }
 
 impl<J: Send + 'static, R: Send + 'static> Group<J, R> {
     /// A group whose batches hold at most `max_batch` jobs, with at most `concurrent` batches applied at once.
     pub fn new(max_batch: usize, concurrent: usize) -> Self {
         Group {
-            queue: Arc::new(Mutex::new(Waiting::default())),
+            queue: Arc::new(Mutex::new(Vec::new())),
             lead: Arc::new(tokio::sync::Semaphore::new(concurrent.max(1))),
             max_batch: max_batch.max(1),
-            partition: None,
         }
-    }
-
-    /// A group whose jobs each name a partition (`partition`): a partition is in at most one running batch at a
-    /// time, and batches of others run beside it, up to `concurrent`.
-    pub fn partitioned(max_batch: usize, concurrent: usize, partition: Partition<J>) -> Self {
-        Group { partition: Some(partition), ..Group::new(max_batch, concurrent) }
     }
 
     /// Applies `job` in a batch with whatever else is waiting. `apply` takes a batch and its [`Replies`], and
@@ -107,7 +62,7 @@ impl<J: Send + 'static, R: Send + 'static> Group<J, R> {
     {
         let apply = Arc::new(apply);
         let (tx, mut rx) = oneshot::channel();
-        self.queue.lock().unwrap_or_else(|e| e.into_inner()).jobs.push((job, tx));
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).push((job, tx));
         loop {
             let guard = tokio::select! {
                 biased;
@@ -123,20 +78,19 @@ impl<J: Send + 'static, R: Send + 'static> Group<J, R> {
                 Err(oneshot::error::TryRecvError::Closed) => return None,
                 Err(oneshot::error::TryRecvError::Empty) => {}
             }
-            let batch = take(&self.queue, self.max_batch, self.partition);
-            if batch.jobs.is_empty() {
-                // Another runner took this job, or holds its partition and takes it next; it will answer.
+            let batch = take(&self.queue, self.max_batch);
+            if batch.is_empty() {
+                // Another runner took this job; it will answer.
                 drop(guard);
                 return rx.await.ok();
             }
-            let (queue, max_batch, partition, apply) = (self.queue.clone(), self.max_batch, self.partition, apply.clone());
+            let (queue, max_batch, apply) = (self.queue.clone(), self.max_batch, apply.clone());
             tokio::spawn(async move {
                 let mut batch = batch;
-                while !batch.jobs.is_empty() {
-                    let (jobs, senders): (Vec<J>, Vec<oneshot::Sender<R>>) = std::mem::take(&mut batch.jobs).into_iter().unzip();
+                while !batch.is_empty() {
+                    let (jobs, senders): (Vec<J>, Vec<oneshot::Sender<R>>) = batch.into_iter().unzip();
                     (*apply)(jobs, Replies(senders)).await;
-                    drop(batch);
-                    batch = take(&queue, max_batch, partition);
+                    batch = take(&queue, max_batch);
                 }
                 // (A job queued after the last look finds the lead free.)
                 drop(guard);
@@ -148,28 +102,10 @@ impl<J: Send + 'static, R: Send + 'static> Group<J, R> {
     }
 }
 
-/// The next batch: the oldest jobs waiting, up to `max_batch`, leaving those whose partition a running batch holds.
-fn take<J, R>(queue: &Queue<J, R>, max_batch: usize, partition: Option<Partition<J>>) -> Batch<J, R> {
+fn take<J, R>(queue: &Queue<J, R>, max_batch: usize) -> Vec<(J, oneshot::Sender<R>)> {
     let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
-    let mut batch = Batch { jobs: Vec::new(), queue: queue.clone(), held: Vec::new() };
-    let Some(partition) = partition else {
-        let n = q.jobs.len().min(max_batch);
-        batch.jobs = q.jobs.drain(..n).collect();
-        return batch;
-    };
-    let busy = q.held.clone();
-    for (job, tx) in std::mem::take(&mut q.jobs) {
-        let p = partition(&job);
-        if batch.jobs.len() < max_batch && !busy.contains(p) {
-            if q.held.insert(p.to_string()) {
-                batch.held.push(p.to_string());
-            }
-            batch.jobs.push((job, tx));
-        } else {
-            q.jobs.push((job, tx));
-        }
-    }
-    batch
+    let n = q.len().min(max_batch);
+    q.drain(..n).collect()
 }
 
 #[cfg(test)]
@@ -212,84 +148,14 @@ mod tests {
         // is still queued when that runner ends: the leader takes the lead again and gets its answer.
         let group: Group<u32, u32> = Group::new(1, 1);
         let (tx, _gone) = oneshot::channel();
-        group.queue.lock().unwrap().jobs.push((0, tx));
+        group.queue.lock().unwrap().push((0, tx));
         let apply = |jobs: Vec<u32>, replies: Replies<u32>| async move {
             assert_ne!(jobs[0], 0, "the batch of job 0 fails");
             replies.send(jobs);
         };
         let answer = tokio::time::timeout(std::time::Duration::from_secs(10), group.submit(7, apply)).await;
         assert_eq!(answer.expect("the leader is answered"), Some(7));
-        assert!(group.queue.lock().unwrap().jobs.is_empty());
-    }
-
-    /// Jobs `(partition, n)`: each partition's jobs in the order they are applied, and whether two batches ran at once.
-    type Job = (&'static str, u32);
-
-    fn partition_of(job: &Job) -> &str {
-        job.0
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_partition_is_in_one_batch_at_a_time_and_others_run_beside_it() {
-        let group = Arc::new(Group::<Job, u32>::partitioned(8, 2, partition_of));
-        // Batch 1 (a's first job) waits until b's job has been applied: only a batch beside it can do that.
-        let (b_done_tx, b_done_rx) = oneshot::channel::<()>();
-        let b_done_tx = Arc::new(Mutex::new(Some(b_done_tx)));
-        let b_done_rx = Arc::new(Mutex::new(Some(b_done_rx)));
-        let applied = Arc::new(Mutex::new(Vec::<Job>::new()));
-        let a_running = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let apply = {
-            let applied = applied.clone();
-            move |jobs: Vec<Job>, replies: Replies<u32>| {
-                let (applied, a_running, b_done_tx, b_done_rx) = (applied.clone(), a_running.clone(), b_done_tx.clone(), b_done_rx.clone());
-                async move {
-                    if jobs.iter().any(|j| j.0 == "a") {
-                        assert!(!a_running.swap(true, Ordering::SeqCst), "partition a is in two batches at once");
-                    }
-                    if jobs == [("a", 1)] {
-                        let wait = b_done_rx.lock().unwrap().take().expect("a's first batch");
-                        let waited = tokio::time::timeout(std::time::Duration::from_secs(10), wait).await;
-                        assert!(matches!(waited, Ok(Ok(()))), "b's batch did not run beside a's");
-                    }
-                    applied.lock().unwrap().extend(jobs.iter().copied());
-                    if jobs.iter().any(|j| j.0 == "b") {
-                        if let Some(tx) = b_done_tx.lock().unwrap().take() {
-                            let _ = tx.send(());
-                        }
-                    }
-                    if jobs.iter().any(|j| j.0 == "a") {
-                        a_running.store(false, Ordering::SeqCst);
-                    }
-                    replies.send(jobs.iter().map(|j| j.1 * 10).collect());
-                }
-            }
-        };
-        let first = {
-            let (group, apply) = (group.clone(), apply.clone());
-            tokio::spawn(async move { group.submit(("a", 1), apply).await })
-        };
-        // a's first batch is running (it is the only job): a's second job must wait for it, b's must not.
-        let started = tokio::time::timeout(std::time::Duration::from_secs(10), async {
-            while !a_running_now(&applied, &group) {
-                tokio::task::yield_now().await;
-            }
-        });
-        assert!(started.await.is_ok(), "a's first batch never held its partition");
-        let second = {
-            let (group, apply) = (group.clone(), apply.clone());
-            tokio::spawn(async move { group.submit(("a", 2), apply).await })
-        };
-        let b = group.submit(("b", 1), apply.clone()).await;
-        assert_eq!(b, Some(10));
-        assert_eq!(first.await.unwrap(), Some(10));
-        assert_eq!(second.await.unwrap(), Some(20));
-        let order: Vec<Job> = applied.lock().unwrap().iter().copied().filter(|j| j.0 == "a").collect();
-        assert_eq!(order, [("a", 1), ("a", 2)]);
-    }
-
-    /// Whether a's first job has left the queue (its batch holds partition a).
-    fn a_running_now(applied: &Mutex<Vec<Job>>, group: &Group<Job, u32>) -> bool {
-        applied.lock().unwrap().is_empty() && group.queue.lock().unwrap().held.contains("a")
+        assert!(group.queue.lock().unwrap().is_empty());
     }
 
     #[tokio::test]

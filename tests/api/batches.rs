@@ -444,8 +444,7 @@ async fn calls_paid_per_call_share_batches_with_keyed_calls(app: TestApp) {
     assert_eq!(app.state.store.read_counter(&format!("usage:{}", a.entity_id), month).await.unwrap(), 1506);
 }
 
-/// Four accounts' calls at once, interleaved: on PostgreSQL their batches run beside each other (a batch holds an
-/// account at a time), on SQLite one after another; either way each account's figures are its own calls' alone,
+/// Four accounts' calls at once, interleaved, in shared batches: each account's figures are its own calls' alone,
 /// one by one: 1099 totals of 100, 200, … 1,200 to a counterparty id the four share, 12 rows, 12 calls counted.
 async fn accounts_in_concurrent_batches_add_up_each_on_its_own(app: TestApp) {
     let mut accounts = Vec::new();
