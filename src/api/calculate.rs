@@ -243,7 +243,7 @@ impl AppState {
         let now_ms = self.clock.now_ms();
         let keyed = match (body.value(), parse_key(idempotency_key)) {
             (Ok(value), Ok(idem)) => {
-                self.ledger.keyed_call(&owner.key_id, &owner.entity_id, idem, value, &self.clock).await.map_err(ApiError::from)
+                self.ledger.keyed_call(&owner.key_id, &owner.entity_id, idem, value, &self.clock, now_ms).await.map_err(ApiError::from)
             }
             (Err(e), _) | (_, Err(e)) => Err(e),
         };

@@ -9,7 +9,7 @@ use super::context::set_header;
 use super::error::{ApiError, ErrorCode};
 use super::AppState;
 use crate::idempotency::{self as idem, Refused};
-pub use crate::idempotency::{body_hash, key_pattern, Begin, MAX_KEY_LEN};
+pub use crate::idempotency::{body_hash, Begin};
 
 /// The Idempotency-Key header as sent, bytes outside visible ASCII included (as U+FFFD or themselves), so that
 /// [`parse_key`] refuses them: a typed header parameter would read such a value as no key at all, and the

@@ -22,7 +22,8 @@ pub enum Keyed {
 }
 
 impl Ledger {
-    /// Records a keyed calculate call of the key `key_id`, of the account `entity_id`.
+    /// Records a keyed calculate call of the key `key_id`, of the account `entity_id`, made at `now_ms` (the time its
+    /// burst window is counted and reported by).
     pub async fn keyed_call(
         self: &Arc<Self>,
         key_id: &str,
@@ -30,6 +31,7 @@ impl Ledger {
         idempotency_key: Option<String>,
         body: &Value,
         clock: &Clock,
+        now_ms: i64,
     ) -> Result<Keyed, idempotency::Refused> {
         if let Some(k) = &idempotency_key {
             if let Begin::Replay { body, .. } = idempotency::begin(&self.store, clock, entity_id, k, &body_hash("calculate", body)).await? {
@@ -50,7 +52,7 @@ impl Ledger {
         };
         let payer = Payer::ApiKey { key_id: key_id.to_string(), entity_id: entity_id.to_string() };
         let source = Source::Calculate { idempotency_key: idempotency_key.clone() };
-        let mut job = Job { payer, entries: vec![entry], source, now_ms: clock.now_ms() };
+        let mut job = Job { payer, entries: vec![entry], source, now_ms };
         if let Err(refusal) = self.prepare_job(&mut job).await {
             give_back().await;
             return Ok(Keyed::Refused(refusal));

@@ -349,7 +349,7 @@ async fn documented_constraints_are_the_checked_ones() {
     for path in ["/api/v1/calculate", "/api/v1/trades"] {
         let list = doc["paths"][path]["post"]["parameters"].as_array().unwrap();
         let header = list.iter().find(|p| p["name"] == json!("Idempotency-Key")).unwrap();
-        assert_eq!(header["schema"]["pattern"], json!(levy::api::idempotency::key_pattern()), "{path}");
-        assert_eq!(header["schema"]["maxLength"], json!(levy::api::idempotency::MAX_KEY_LEN), "{path}");
+        assert_eq!(header["schema"]["pattern"], json!(levy::idempotency::key_pattern()), "{path}");
+        assert_eq!(header["schema"]["maxLength"], json!(levy::idempotency::MAX_KEY_LEN), "{path}");
     }
 }
