@@ -22,3 +22,4 @@ pub mod scenarios;
 pub mod security;
 pub mod server;
 pub mod store;
+pub mod trades;

@@ -13,6 +13,8 @@ pub mod events;
 use chrono::{Datelike, NaiveDate, TimeZone, Utc};
 use rust_decimal::Decimal;
 
+use crate::engine::money::cents;
+
 use crate::plans::{Plan, Plans, DEFAULT_PLAN};
 use crate::store::entity::entity;
 use crate::store::limits::CounterHit;
@@ -235,7 +237,7 @@ impl Statement {
                     included: p.monthly_calls,
                     overage_calls,
                     overage_usd_per_call: price,
-                    overage_usd: price.map(|price| (price * Decimal::from(overage_calls)).round_dp(2)),
+                    overage_usd: price.map(|price| cents(price * Decimal::from(overage_calls))),
                 }
             })
             .collect();
@@ -250,7 +252,7 @@ impl Statement {
 
     /// The total of the lines' overage amounts, to the cent.
     pub fn overage_usd(&self) -> Decimal {
-        self.lines.iter().filter_map(|l| l.overage_usd).sum::<Decimal>().round_dp(2)
+        cents(self.lines.iter().filter_map(|l| l.overage_usd).sum::<Decimal>())
     }
 
     /// The CSV header of [`Statement::csv_rows`].
@@ -282,9 +284,12 @@ impl Statement {
     }
 }
 
-/// A USD amount with two decimals: "2.50".
+/// A USD amount rounded to cents as every money figure of levy is (half away from zero, `engine::money`), with
+/// two decimals: "2.50".
 pub fn money(d: Decimal) -> String {
-    format!("{:.2}", d.round_dp(2))
+    let mut c = cents(d);
+    c.rescale(2);
+    c.to_string()
 }
 
 fn csv_field(s: &str) -> String {

@@ -36,7 +36,7 @@ use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DbBackend};
 use serde_json::{Map, Value};
 
-use super::{allowance, burst_call, Payer, Refusal};
+use super::{burst_call, Payer, Refusal};
 use crate::billing::monthly_call;
 use crate::clock::iso;
 use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
@@ -558,7 +558,7 @@ impl Ledger {
         for (k, &i) in counted.iter().enumerate() {
             let job = &jobs[i];
             let Some(account) = account_of(job) else { continue };
-            match allowance(&self.plans, account, job.now_ms, counts[k]) {
+            match crate::billing::allowance(&self.plans, account, crate::billing::Product::Tax, job.now_ms, counts[k]) {
                 Ok(Some(overage)) => metered.push(overage),
                 Ok(None) => {}
                 Err(message) => {

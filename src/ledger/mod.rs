@@ -16,8 +16,6 @@ pub mod report;
 
 pub use batch::{alerts_from, with_alerts, Answer, Entry, EntryOutcome, Job, Ledger, Recorded, Source};
 
-use crate::plans::Plans;
-use crate::store::entity::entity;
 use crate::store::limits::CounterHit;
 use crate::store::StoreError;
 
@@ -91,10 +89,4 @@ const MINUTE_MS: i64 = 60_000;
 pub fn burst_call(key_id: &str, now_ms: i64) -> CounterHit {
     let window = now_ms - now_ms.rem_euclid(MINUTE_MS);
     CounterHit { name: format!("burst:{key_id}"), window_start: window, expires_at: window + 2 * MINUTE_MS, n: 1 }
-}
-
-/// Whether the plan that applies to the account's tax calls allows its `calls`-th call this month (see
-/// [`crate::billing::allowance`]).
-pub fn allowance(plans: &Plans, account: &entity::Model, now_ms: i64, calls: i64) -> Result<Option<CounterHit>, String> {
-    crate::billing::allowance(plans, account, crate::billing::Product::Tax, now_ms, calls)
 }

@@ -463,6 +463,11 @@ async fn the_gains_plan_counts_trades(backend: Backend) {
         "overage_calls": 0, "overage_usd_per_call": "0.005", "overage_usd": "0.00"})
     );
     assert_eq!(u.json["products"][0]["plan"], json!("free"), "the tax plan is unchanged");
+    // Five overage calls at 0.005 USD are 0.025 USD: rounded half away from zero, as every money figure is, 0.03
+    // (half to even would say 0.02).
+    seed_usage(&app, Product::Gains, &a.entity_id, 0, 5).await;
+    let u = app.get("/api/v1/usage", Some(&a.key)).await;
+    assert_eq!((u.json["products"][1]["overage_usd"].clone(), u.json["overage_usd"].clone()), (json!("0.03"), json!("0.03")), "{}", u.text);
 }
 
 async fn the_usage_statement_of_a_starter_account_250_over(backend: Backend) {

@@ -1,30 +1,20 @@
 //! The gains tracker over HTTP: POST and GET /api/v1/trades, GET /api/v1/export/1099-da and
-//! GET /api/v1/rates/capital-gains. The accounting is `crate::gains`; this module reads and
-//! writes the rows it works on, inside one database transaction per trade: `book` records a trade, `views`
-//! turns rows and rules into the documented answers, and this file holds the operations.
-//!
-//! Backdated trades: trades of one asset take effect in trade-date order. A trade may be dated
-//! in the past, before other buys, but not before the latest sell already recorded for the same
-//! asset (400 naming trade_date): every recorded figure then equals what replaying the trades
-//! in trade-date order gives, and no recorded sale is ever rematched. A sell consumes only lots
-//! acquired at or before its trade_date. The one thing a later trade changes in an earlier one
-//! is the wash-sale rule's own look-ahead: a buy within the window after a loss sale disallows
-//! that loss (IRC §1091), adjusting the earlier disposition and the new lot.
+//! GET /api/v1/rates/capital-gains. A trade is recorded by `crate::trades` (its rows, in one transaction) with the
+//! accounting of `crate::gains`; `views` turns what it did, rows and rules into the documented answers, and this
+//! file holds the operations.
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Datelike, NaiveDate, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use poem_openapi::param::{Header, Query};
-use poem_openapi::types::ToJSON;
 use poem_openapi::{ApiResponse, OpenApi};
 use rust_decimal::Decimal;
-use sea_orm::{ConnectionTrait, TransactionTrait};
 use serde_json::Value;
 
 use super::auth::KeyAuth;
 use super::caching::unless_current;
 use super::error::ApiError;
-use super::idempotency::{body_hash, parse_key, Begin};
+use super::idempotency::{parse_key, replayed};
 use super::ledger::parse_since;
 use super::payload::{text_of, Body, Json, JsonText};
 use super::schema::gains::{
@@ -39,32 +29,25 @@ use super::schema::param::{
 };
 use super::schema::rates::CitationView;
 use super::{ApiTags, AppState, API_VERSION};
-use crate::billing::{self, Product};
 use crate::clock::iso;
 use crate::engine::determine::pct;
 use crate::engine::render::DISCLAIMER;
 use crate::error_responses;
-use crate::gains::estimate::{self, Gains, Profile};
-use crate::gains::form1099da::{self, Disposition};
-use crate::gains::lots::pro_rata;
-use crate::gains::{exact_quantity, match_sell, quantity_text, wash, EntityType, Lot, Method, Term, TradeRequest};
+use crate::gains::estimate;
+use crate::gains::form1099da;
+use crate::gains::{exact_quantity, EntityType, Method, Term, TradeRequest};
 use crate::rules::gains::StateGains;
 use crate::rules::registry::Dated;
 use crate::rules::schema::STATES;
-use crate::security::new_ordered_id;
 use crate::store::entity::{disposition, entity, lot, position, trade};
 use crate::store::gains::TradeFilter;
-use crate::store::Store;
+use crate::trades::{self, Book, Outcome};
 
-mod book;
 mod views;
 
 use views::*;
 
 pub struct TradesApi(pub Arc<AppState>);
-
-/// Lots fetched per page while a FIFO or LIFO sell gathers what it needs.
-const LOT_PAGE: u64 = 64;
 
 #[derive(ApiResponse)]
 #[oai(
@@ -82,6 +65,17 @@ pub enum TradeResponse {
     /// The trade was recorded: a buy with its lot, a sell with every lot it consumed, its gain and the estimates.
     #[oai(status = 201)]
     Created(JsonText<TradeResult>),
+}
+
+impl From<trades::Refused> for ApiError {
+    fn from(r: trades::Refused) -> Self {
+        match r {
+            trades::Refused::Field(field, message) => ApiError::field(field, message),
+            trades::Refused::AllowanceUsedUp(message) => ApiError::rate_limited(message),
+            trades::Refused::Idempotency(e) => e.into(),
+            trades::Refused::Store(e) => e.into(),
+        }
+    }
 }
 
 error_responses!(TradeErrors {
@@ -241,18 +235,15 @@ impl TradesApi {
         let req = trade_request(typed?, s.clock.now())?;
         // The body as sent: what Idempotency-Key compares and what the trade row keeps.
         let value: Value = serde_json::from_slice(&raw).map_err(ApiError::invalid_json)?;
-        let value = &value;
-        let entity_id = owner.entity.id.clone();
-        if let Some(k) = &idem {
-            if let Begin::Replay { body, .. } = s.begin_idempotent(&entity_id, k, &body_hash("trades", value)).await? {
-                return Ok(TradeResponse::Created(JsonText::new(body)));
+        let book = Book { store: &s.store, gains: &s.registry.gains, plans: &s.plans, clock: &s.clock };
+        let answer = |recorded: &trades::Recorded| text_of(&trade_result(recorded));
+        match book.record(&owner.entity, &req, &value, idem.as_deref(), answer).await.map_err(ApiError::from)? {
+            Outcome::New(text) => Ok(TradeResponse::Created(JsonText::new(text))),
+            Outcome::Replay(text) => {
+                replayed();
+                Ok(TradeResponse::Created(JsonText::new(text)))
             }
         }
-        let result = s.record_trade(&owner.entity, &req, value, idem.as_deref()).await;
-        if let (Err(_), Some(k)) = (&result, &idem) {
-            s.release_idempotency_key(&entity_id, k).await;
-        }
-        Ok(TradeResponse::Created(JsonText::new(result?)))
     }
 
     /// List trades, with per-asset summaries
@@ -349,7 +340,7 @@ impl TradesApi {
         let now = s.clock.now();
         let year = year.0.map_or(Ok(now.year()), |y| y.checked_whole::<i32>("year"))?;
         let rows = s.store.dispositions_for_year(&owner.entity.id, year).await.map_err(ApiError::from)?;
-        let text = s.render_1099da(&owner.entity, year, &iso(now.timestamp_millis()), rows.iter().map(to_export));
+        let text = render_1099da(s, &owner.entity, year, &iso(now.timestamp_millis()), &rows);
         Ok(ExportResponse::Ok(JsonText::new(text)))
     }
 }

@@ -5,26 +5,6 @@ use super::*;
 
 pub(super) use crate::store::decimal as d;
 
-pub(super) fn t(x: Decimal) -> String {
-    x.normalize().to_string()
-}
-
-pub(super) fn day_of(ms: i64) -> NaiveDate {
-    DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default().date_naive()
-}
-
-pub(super) fn day_start_ms(day: NaiveDate) -> i64 {
-    day.and_hms_opt(0, 0, 0).map(|x| x.and_utc().timestamp_millis()).unwrap_or(0)
-}
-
-pub(super) fn day_end_ms(day: NaiveDate) -> i64 {
-    day_start_ms(day) + 86_400_000 - 1
-}
-
-pub(super) fn date_of(text: &str) -> NaiveDate {
-    NaiveDate::parse_from_str(text, "%Y-%m-%d").unwrap_or_default()
-}
-
 /// A quantity without trailing zeros.
 pub(super) fn qty(x: Decimal) -> Exact {
     Exact::normalized(x)
@@ -101,34 +81,11 @@ pub(super) fn disposition_view(
     }
 }
 
-pub(super) fn is_long_term(term: &str) -> bool {
-    term == "long_term"
-}
-
 pub(super) fn term_view(term: &str) -> TermView {
-    if is_long_term(term) {
+    if term == Term::LongTerm.name() {
         TermView::LongTerm
     } else {
         TermView::ShortTerm
-    }
-}
-
-pub(super) fn to_export(x: &disposition::Model) -> Disposition {
-    Disposition {
-        id: x.id.clone(),
-        trade_id: x.trade_id.clone(),
-        lot_id: x.lot_id.clone(),
-        asset_symbol: x.asset_symbol.clone(),
-        asset_name: x.asset_name.clone(),
-        asset_class: x.asset_class.clone(),
-        exchange: x.exchange.clone(),
-        quantity: d(&x.quantity),
-        acquired: day_of(x.acquired_at),
-        sold: day_of(x.sold_at),
-        proceeds: d(&x.proceeds),
-        cost_basis: d(&x.cost_basis),
-        wash_sale_disallowed: d(&x.wash_disallowed),
-        term: if is_long_term(&x.term) { Term::LongTerm } else { Term::ShortTerm },
     }
 }
 
@@ -244,4 +201,116 @@ pub(super) fn explain_state(code: &str, g: &StateGains) -> String {
             s
         }
     }
+}
+
+/// A replacement lot as the answer shows it.
+fn replacement_view(r: &trades::Replacement) -> Replacement {
+    Replacement {
+        lot_id: r.lot_id.clone(),
+        quantity: qty(r.quantity),
+        disallowed_loss: Usd::cents(r.disallowed),
+        holding_period_start: r.holding_start.map(|s| s.to_string()),
+        trade_id: r.trade_id.clone(),
+    }
+}
+
+/// The answer of a recorded trade: the members every trade has, and a buy's lots or a sell's dispositions.
+pub(super) fn trade_result(recorded: &trades::Recorded) -> TradeResult {
+    let trade = &recorded.trade;
+    let (account, req) = (trade.account, trade.req);
+    let mut result = TradeResult {
+        success: true,
+        trade_id: trade.trade_id.clone(),
+        trade_type: TradeType(req.trade_type().to_string()),
+        asset_symbol: req.asset_symbol.clone(),
+        asset_class: trade.class.clone().map(AssetClass),
+        quantity: qty(req.quantity),
+        price_per_unit: Exact::normalized(req.price_per_unit),
+        fee_amount: Usd::cents(req.fee_amount),
+        trade_date: iso(req.trade_date.timestamp_millis()),
+        cost_basis: None,
+        lot: None,
+        lots: None,
+        accounting_method: None,
+        gross_proceeds: None,
+        net_proceeds: None,
+        lots_consumed: None,
+        totals: None,
+        realized_gain_loss: None,
+        holding_period: None,
+        wash_sale: wash_rule_view(trade.wash_rule, trade.class.as_deref(), trade.wash_applies),
+        estimates: None,
+        entity_id: account.id.clone(),
+        recorded_at: iso(trade.now_ms),
+        api_version: API_VERSION.to_string(),
+        disclaimer: DISCLAIMER.to_string(),
+    };
+    match &recorded.kind {
+        trades::Kind::Buy(b) => {
+            let replaced = b.replaced.iter().map(|x| ReplacedLoss {
+                disposition_id: x.disposition_id.clone(),
+                sell_trade_id: x.sell_trade_id.clone(),
+                sold: iso(x.sold_ms),
+                quantity: qty(x.quantity),
+                disallowed_loss: Usd::cents(x.disallowed),
+                replacement_lot_id: x.lot_id.clone(),
+                holding_period_start: x.holding_start.to_string(),
+            });
+            result.wash_sale.replaced_losses = Some(replaced.collect());
+            result.wash_sale.note = Some(
+                "a buy within the window after a loss sale under the wash-sale rule disallows that loss; the loss is added to this lot's basis"
+                    .into(),
+            );
+            result.cost_basis = Some(Usd::cents(b.cost));
+            result.lot = b.lots.first().map(lot_view);
+            result.lots = Some(b.lots.iter().map(lot_view).collect());
+        }
+        trades::Kind::Sell(s) => {
+            let (b, p, w, r) = (s.shown.cost_basis, s.shown.proceeds, s.shown.wash_sale_disallowed, s.shown.gain_or_loss);
+            result.wash_sale.disallowed_loss = Some(Usd::cents(w));
+            let consumed =
+                s.dispositions.iter().map(|x| disposition_view(&x.row, x.figures, x.replacements.iter().map(replacement_view).collect()));
+            result.accounting_method = Some(AccountingMethod(req.accounting_method.name().to_string()));
+            result.gross_proceeds = Some(Usd::cents(req.quantity * req.price_per_unit));
+            result.net_proceeds = Some(Usd::cents(req.amount()));
+            result.lots_consumed = Some(consumed.collect());
+            result.totals = Some(SellTotals {
+                cost_basis: Usd::cents(b),
+                proceeds: Usd::cents(p),
+                gain_or_loss: Usd::cents(p - b),
+                wash_sale_disallowed: Usd::cents(w),
+                realized_gain_or_loss: Usd::cents(r),
+                short_term: Usd::cents(s.gains.short_term),
+                long_term: Usd::cents(s.gains.long_term),
+            });
+            result.realized_gain_loss = Some(Usd::cents(r));
+            result.holding_period = Some(s.holding.to_string());
+            result.estimates = Some(s.estimates.clone().into());
+        }
+    }
+    result
+}
+
+/// The draft 1099-DA of an account for a year: its recipient block from the account (the EIN's last four digits
+/// only), its entries from the year's dispositions.
+pub(super) fn render_1099da(s: &AppState, account: &entity::Model, year: i32, generated_at: &str, rows: &[disposition::Model]) -> String {
+    let ein_last4 = account
+        .ein_ciphertext
+        .as_deref()
+        .and_then(|c| s.data_key.decrypt(c).ok())
+        .map(|e| e.chars().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect::<String>());
+    let name = if account.company_name.is_empty() { account.agent_name.clone() } else { account.company_name.clone() };
+    let recipient = Form1099DaRecipient {
+        name,
+        tin: ein_last4.map(|l| format!("XX-XXX{l}")),
+        state: (!account.state.is_empty()).then(|| account.state.clone()),
+        email: account.email.clone(),
+        account_number: account.id.clone(),
+    };
+    let payer = Form1099DaPayer {
+        name: None,
+        tin: None,
+        note: "the broker files the official form and is named in each entry's exchange; this draft is the recipient's own ledger".into(),
+    };
+    form1099da::render(year, generated_at, &text_of(&payer), &text_of(&recipient), rows.iter().map(trades::disposition_of)).0
 }
