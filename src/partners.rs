@@ -1,6 +1,12 @@
-//! The partner program's rules, apart from HTTP and the database: partner keys and webhook secrets, a partner's
-//! terms, the webhook signature (`X-Service-Signature`), the period of a usage or revenue-share report, and the
-//! figures of both (free and billable calls, wholesale cost, the revenue share's months and payout).
+//! The partner program: partner keys and webhook secrets, a partner's terms, the webhook signature
+//! (`X-Service-Signature`), the period of a usage or revenue-share report, and the figures of both (free and billable
+//! calls, wholesale cost, the revenue share's months and payout). With the store: `users` (an account provisioned for
+//! a partner's user, and claimed by the user), `reports` (a period's usage and revenue share) and `events` (the
+//! partner's signed events).
+
+pub mod events;
+pub mod reports;
+pub mod users;
 
 use chrono::{Datelike, Months, NaiveDate, TimeZone, Utc};
 use hmac::{Hmac, Mac};
@@ -8,6 +14,28 @@ use rust_decimal::Decimal;
 use sha2::Sha256;
 
 use crate::security::random_hex;
+use crate::store::StoreError;
+
+/// Why a partner's request was refused; nothing of it was written.
+#[derive(Debug)]
+pub enum Refused {
+    NotFound(String),
+    /// The partner is deactivated, or the record is another partner's.
+    Forbidden(String),
+    Conflict(String),
+    /// A field of the request, and why.
+    Field(&'static str, String),
+    /// The event's headers or signature do not verify, or its nonce was used before.
+    SignatureInvalid(String),
+    Internal(String),
+    Store(StoreError),
+}
+
+impl From<StoreError> for Refused {
+    fn from(e: StoreError) -> Self {
+        Refused::Store(e)
+    }
+}
 
 /// The neutral partner-key prefix of the interface spec.
 pub const PARTNER_KEY_PREFIX: &str = "partner_live_";

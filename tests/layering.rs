@@ -14,6 +14,7 @@ const FORBIDDEN: &[(&str, &[&str], &str)] = &[
     ("engine", &["store", "api", "ledger", "billing", "payments", "trades", "cli"], "2: the engine knows no HTTP and no database"),
     ("gains", &["store", "api", "ledger", "billing", "payments", "trades", "cli"], "2: gains accounting knows no HTTP and no database"),
     ("trades", &["api", "cli", "payments", "ledger"], "5: recording a trade knows no HTTP"),
+    ("partners", &["api", "cli", "payments", "ledger"], "5: the partner program knows no HTTP"),
     ("ledger", &["api", "cli", "payments"], "5: the ledger's write path knows no HTTP (and a paid call records through it)"),
     ("payments", &["api", "cli"], "5: the payment protocols know no HTTP handler"),
     (

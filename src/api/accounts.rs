@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::auth::SessionAuth;
 use super::context::client_ip;
 use super::error::ApiError;
-use super::keys::{key_view, new_key};
+use super::keys::key_view;
 use super::payload::{Body, Json};
 use super::schema::accounts::{
     AccountView, Agent, AgentCreated, CreateAgentRequest, JoinedProfile, LoginRequest, LoginResponse, MeResponse, RecentTrade,
@@ -22,7 +22,7 @@ use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::error_responses;
 use crate::security::{check_login_password, hash_password, new_id, new_session_token, sha256_hex};
-use crate::store::entity::{agent, entity, session};
+use crate::store::entity::{agent, api_key, entity, session};
 use crate::store::{decimal, StoreError};
 
 pub struct AccountsApi(pub Arc<AppState>);
@@ -194,7 +194,7 @@ impl AccountsApi {
         s.check_signup(&client_ip()).await?;
         let password = std::mem::take(&mut parsed.password);
         parsed.account.password_hash = blocking(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
-        let (raw_key, key_row) = new_key(&parsed.account.id, "Default", now);
+        let (raw_key, key_row) = api_key::Model::fresh(&parsed.account.id, "Default", now);
         let (entity_id, agent_id) = (parsed.account.id.clone(), parsed.agent.id.clone());
         let profile = parsed.profile.as_ref().map(|p| JoinedProfile { agent_id: p.agent_id.clone(), visibility: p.visibility.clone() });
         match s.store.create_account(parsed.account, parsed.agent, key_row.clone(), parsed.profile).await {

@@ -13,25 +13,9 @@ use super::schema::accounts::{KeyCreateRequest, KeyCreated, KeyList, KeySummary,
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::error_responses;
-use crate::security::{key_prefix, new_api_key, new_id, sha256_hex};
 use crate::store::entity::api_key;
 
 pub struct KeysApi(pub Arc<AppState>);
-
-/// A fresh key and the row that stores it (hash and prefix only).
-pub fn new_key(entity_id: &str, name: &str, now: i64) -> (String, api_key::Model) {
-    let raw = new_api_key();
-    let row = api_key::Model {
-        id: new_id("key"),
-        entity_id: entity_id.into(),
-        name: name.into(),
-        prefix: key_prefix(&raw),
-        key_hash: sha256_hex(raw.as_bytes()),
-        created_at: now,
-        revoked_at: None,
-    };
-    (raw, row)
-}
 
 pub fn key_view(raw: &str, row: &api_key::Model) -> NewApiKey {
     NewApiKey {
@@ -128,7 +112,7 @@ impl KeysApi {
             e
         })?;
         let name = req.name.unwrap_or_else(|| "Default".into());
-        let (raw, row) = new_key(&owner.entity.id, &name, s.clock.now_ms());
+        let (raw, row) = api_key::Model::fresh(&owner.entity.id, &name, s.clock.now_ms());
         s.store.insert_key(row.clone()).await.map_err(ApiError::from)?;
         Ok(CreateKeyResponses::Created(Json(KeyCreated { success: true, api_key: key_view(&raw, &row) })))
     }

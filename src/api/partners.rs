@@ -3,7 +3,6 @@
 //! /api/v1/partner/usage and /api/v1/partner/revshare (a period's figures), and POST /api/v1/partner/webhook (the
 //! partner's signed events). Partners themselves are created out of band (`levy partners`).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use poem::http::StatusCode;
@@ -11,11 +10,9 @@ use poem_openapi::param::{Header, Query};
 use poem_openapi::{ApiResponse, OpenApi};
 use rust_decimal::Decimal;
 
-use super::accounts::blocking;
 use super::auth::PartnerAuth;
 use super::context::set_header;
 use super::error::{ApiError, ErrorCode};
-use super::keys::new_key;
 use super::payload::{Body, Json};
 use super::schema::param::{ClaimToken, IsoDate, Param, PerUserCap, ShortText};
 use super::schema::partners::{
@@ -25,22 +22,34 @@ use super::schema::partners::{
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::error_responses;
-use crate::partners::{self as terms, Period};
-use crate::security::{hash_password, new_id, new_ordered_id, sha256_hex};
-use crate::store::decimal;
-use crate::store::entity::{agent, entity, partner, partner_user};
-use crate::store::partners::{Claimed, Deleted, NewPartnerUser, Nonce, Provisioned};
+use crate::partners::events::{self, Applied, Signed};
+use crate::partners::users::{self, UserFields};
+use crate::partners::{self as terms, reports, Period};
+use crate::security::sha256_hex;
+use crate::store::entity::{partner, partner_user};
+use crate::store::partners::Provisioned;
 
 pub struct PartnersApi(pub Arc<AppState>);
 
 const MINUTE_MS: i64 = 60_000;
 
-fn forbidden(message: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
+impl From<terms::Refused> for ApiError {
+    fn from(r: terms::Refused) -> Self {
+        use terms::Refused;
+        match r {
+            Refused::NotFound(m) => ApiError::not_found(m),
+            Refused::Forbidden(m) => forbidden(m),
+            Refused::Conflict(m) => ApiError::conflict(m),
+            Refused::Field(field, m) => ApiError::field(field, m),
+            Refused::SignatureInvalid(m) => ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::WebhookSignatureInvalid, m),
+            Refused::Internal(m) => ApiError::internal(m),
+            Refused::Store(e) => e.into(),
+        }
+    }
 }
 
-fn signature_invalid(message: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::WebhookSignatureInvalid, message)
+fn forbidden(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
 }
 
 impl AppState {
@@ -74,65 +83,6 @@ impl AppState {
         }
         Ok(p)
     }
-
-    /// Provisions (or finds) the account of a partner's user; with a webhook nonce, used up in the same transaction.
-    async fn provision_user(
-        &self,
-        p: &partner::Model,
-        user: &UserFields,
-        nonce: Option<Nonce<'_>>,
-    ) -> Result<(Provisioned, Option<(String, String)>), ApiError> {
-        let now = self.clock.now_ms();
-        let pu_id = new_ordered_id("pu", now);
-        let entity_id = new_id("ent");
-        let (raw_key, key) = new_key(&entity_id, "Partner", now);
-        let token = terms::new_claim_token();
-        let name: String = user.display_name.clone().unwrap_or_else(|| user.external_id.chars().take(200).collect());
-        let mut account = entity::Model::payer_account(
-            entity_id.clone(),
-            format!("{pu_id}@partner.invalid"),
-            &name,
-            format!("provisioned by partner {}", p.slug),
-            now,
-        );
-        account.agent_name = name.clone();
-        let new = NewPartnerUser {
-            user: partner_user::Model {
-                id: pu_id,
-                partner_id: p.id.clone(),
-                external_id: user.external_id.clone(),
-                entity_id: entity_id.clone(),
-                email: user.email.clone(),
-                display_name: user.display_name.clone(),
-                claim_token_hash: Some(sha256_hex(token.as_bytes())),
-                claim_expires_at: now + terms::CLAIM_LIFETIME_MS,
-                claimed_at: None,
-                deleted_at: None,
-                first_upgrade_at: None,
-                locked_revshare_pct: None,
-                created_at: now,
-            },
-            account,
-            agent: agent::Model {
-                id: new_id("agt"),
-                entity_id,
-                name,
-                work_type: "compute".into(),
-                description: String::new(),
-                created_at: now,
-            },
-            key,
-        };
-        let done = self.store.provision(new, nonce).await?;
-        Ok((done, Some((raw_key, token))))
-    }
-}
-
-/// A user's fields as the partner sends them (provision, and the user.created event).
-struct UserFields {
-    external_id: String,
-    email: Option<String>,
-    display_name: Option<String>,
 }
 
 impl From<ProvisionRequest> for UserFields {
@@ -297,13 +247,13 @@ impl PartnersApi {
         let s = &self.0;
         let p = s.partner(&auth).await?;
         let user = UserFields::from(body.parse()?);
-        match s.provision_user(&p, &user, None).await? {
-            (Provisioned::New(u), Some((key, token))) => {
-                let url = claim_url(s.public_url.as_deref(), req, &token);
-                Ok(ProvisionResponses::Created(Json(provision_view(&u, false, Some((&key, url))))))
+        match users::provision(&s.store, &p, &user, None, s.clock.now_ms()).await.map_err(ApiError::from)? {
+            (Provisioned::New(u), new) => {
+                let url = claim_url(s.public_url.as_deref(), req, &new.claim_token);
+                Ok(ProvisionResponses::Created(Json(provision_view(&u, false, Some((&new.api_key, url))))))
             }
             (Provisioned::Existing(u), _) => Ok(ProvisionResponses::Ok(Json(provision_view(&u, true, None)))),
-            _ => Err(ApiError::internal("provisioning without a nonce answered neither new nor existing").into()),
+            (Provisioned::Replayed, _) => Err(ApiError::internal("provisioning without a nonce answered a replay").into()),
         }
     }
 
@@ -334,29 +284,14 @@ impl PartnersApi {
             (Err(e), _) => return Err(e.into()),
         };
         let email = email.text().trim().to_ascii_lowercase();
-        let hash = sha256_hex(token.as_bytes());
-        let now = s.clock.now_ms();
-        // The link is checked before the password is hashed (argon2 is spent on valid links only), and again in the
-        // claim's transaction.
-        let link = s.store.claim_link(&hash).await.map_err(ApiError::from)?;
-        if let Some(e) = claim_refusal(link.as_ref(), now) {
-            return Err(e.into());
-        }
-        let password_hash = blocking(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
-        let claimed = s.store.claim(&hash, &email, &password_hash, now).await.map_err(ApiError::from)?;
-        match claimed {
-            Claimed::Now(u) => Ok(ClaimResponses::Ok(Json(ClaimResponse {
-                success: true,
-                agenttax_account_id: u.entity_id,
-                partner_user_id: u.id,
-                claimed: true,
-                email,
-            }))),
-            Claimed::EmailTaken => Err(ApiError::conflict("an account with this email already exists; claim with another email").into()),
-            Claimed::Used => Err(ApiError::conflict("this claim link was used: the account is claimed; log in instead").into()),
-            Claimed::Expired(at) => Err(ApiError::field("token", format!("this claim link expired at {}", iso(at))).into()),
-            Claimed::Unknown | Claimed::Deleted => Err(ApiError::not_found("no claimable account has this claim link").into()),
-        }
+        let u = users::claim(&s.store, &token, &email, password, s.clock.now_ms()).await.map_err(ApiError::from)?;
+        Ok(ClaimResponses::Ok(Json(ClaimResponse {
+            success: true,
+            agenttax_account_id: u.entity_id,
+            partner_user_id: u.id,
+            claimed: true,
+            email,
+        })))
     }
 
     /// A partner's usage
@@ -383,53 +318,22 @@ impl PartnersApi {
         let period = period_of(from, to, s.clock.now_ms())?;
         let cap = per_user_cap.0.map_or(Ok(terms::PER_USER_CAP), |c| c.checked_whole::<usize>("per_user_cap"))?;
         let partner_user_id = partner_user_id.0.map(|x| x.checked("partner_user_id")).transpose()?;
-        let mut users = s.store.partner_users(&p.id).await.map_err(ApiError::from)?;
-        if let Some(id) = partner_user_id {
-            users.retain(|u| u.id == id);
-            if users.is_empty() {
-                return Err(match s.store.partner_user_by_id(&id).await.map_err(ApiError::from)? {
-                    Some(_) => forbidden("this partner user belongs to another partner"),
-                    None => ApiError::not_found(format!("no partner user has the id {id}")),
-                }
-                .into());
-            }
-        }
-        let mut per_month: HashMap<String, Vec<(i64, i64)>> = HashMap::new();
-        let months = period.months();
-        for (i, m) in months.iter().enumerate() {
-            let before = if m.from_ms > m.start_ms {
-                s.store.partner_calls(&p.id, m.start_ms, m.from_ms).await.map_err(ApiError::from)?
-            } else {
-                Vec::new()
-            };
-            let inside = s.store.partner_calls(&p.id, m.from_ms, m.to_ms).await.map_err(ApiError::from)?;
-            for row in before {
-                per_month.entry(row.entity_id).or_insert_with(|| vec![(0, 0); months.len()])[i].0 = row.calls;
-            }
-            for row in inside {
-                per_month.entry(row.entity_id).or_insert_with(|| vec![(0, 0); months.len()])[i].1 = row.calls;
-            }
-        }
-        let price = decimal(&p.wholesale_per_call);
-        let (mut calls, mut free, mut billable) = (0i64, 0i64, 0i64);
-        let mut per_user = Vec::new();
-        for u in &users {
-            let slices = per_month.get(&u.entity_id).map(Vec::as_slice).unwrap_or(&[]);
-            let (f, b) = terms::split_calls(slices, p.free_calls_per_user);
-            calls += f + b;
-            free += f;
-            billable += b;
-            if per_user.len() < cap {
-                per_user.push(UserUsage {
-                    external_id: u.external_id.clone(),
-                    partner_user_id: u.id.clone(),
-                    calls: f + b,
-                    free: f,
-                    billable: b,
-                    cost_usd: terms::money(price * Decimal::from(b)),
-                });
-            }
-        }
+        let usage = reports::usage(&s.store, &p, &period, partner_user_id.as_deref()).await.map_err(ApiError::from)?;
+        let cost = |calls: i64| terms::money(usage.price * Decimal::from(calls));
+        let per_user: Vec<UserUsage> = usage
+            .users
+            .iter()
+            .take(cap)
+            .map(|u| UserUsage {
+                external_id: u.user.external_id.clone(),
+                partner_user_id: u.user.id.clone(),
+                calls: u.free + u.billable,
+                free: u.free,
+                billable: u.billable,
+                cost_usd: cost(u.billable),
+            })
+            .collect();
+        let users = &usage.users;
         let truncated = users.len() > cap;
         let note = truncated.then(|| {
             format!(
@@ -442,10 +346,10 @@ impl PartnersApi {
             partner: PartnerRef { id: p.id, slug: p.slug },
             period: period_view(&period),
             totals: UsageTotals {
-                calls,
-                free_tier_calls: free,
-                billable_calls: billable,
-                wholesale_cost_usd: terms::money(price * Decimal::from(billable)),
+                calls: usage.free + usage.billable,
+                free_tier_calls: usage.free,
+                billable_calls: usage.billable,
+                wholesale_cost_usd: cost(usage.billable),
                 total_users: users.len() as i64,
             },
             pagination: UsagePagination {
@@ -477,52 +381,32 @@ impl PartnersApi {
         let s = &self.0;
         let p = s.partner(&auth).await?;
         let period = period_of(from, to, s.clock.now_ms())?;
-        let users = s.store.partner_users(&p.id).await.map_err(ApiError::from)?;
-        let upgraded: Vec<&partner_user::Model> = users.iter().filter(|u| u.first_upgrade_at.is_some()).collect();
-        let triggered = upgraded.iter().filter_map(|u| u.first_upgrade_at).min();
-        let accounts: HashMap<String, entity::Model> = s
-            .store
-            .entities(upgraded.iter().map(|u| u.entity_id.clone()).collect())
-            .await
-            .map_err(ApiError::from)?
+        let share = reports::revshare(&s.store, &s.plans, &p, &period).await.map_err(ApiError::from)?;
+        let per_entity: Vec<EntityShare> = share
+            .shares
             .into_iter()
-            .map(|a| (a.id.clone(), a))
+            .map(|x| EntityShare {
+                external_id: x.user.external_id,
+                partner_user_id: x.user.id,
+                entity_id: x.user.entity_id,
+                revshare_pct: x.pct.normalize().to_string(),
+                mrr_usd: terms::money(x.mrr),
+                payout_usd: terms::money(x.payout),
+                window_ends_at: iso(x.window_end_ms),
+            })
             .collect();
-        let (mut mrr_total, mut payout_total) = (Decimal::ZERO, Decimal::ZERO);
-        let mut per_entity = Vec::new();
-        for u in upgraded {
-            let Some(first) = u.first_upgrade_at else { continue };
-            let months = terms::contributing_months(&period, first);
-            if months == 0 {
-                continue;
-            }
-            let mrr = accounts.get(&u.entity_id).and_then(|a| s.plans.plan(&a.plan).price_usd_monthly).unwrap_or_default();
-            let pct = decimal(u.locked_revshare_pct.as_deref().unwrap_or("0"));
-            let payout = mrr * pct / Decimal::from(100) * Decimal::from(months);
-            mrr_total += mrr;
-            payout_total += payout;
-            per_entity.push(EntityShare {
-                external_id: u.external_id.clone(),
-                partner_user_id: u.id.clone(),
-                entity_id: u.entity_id.clone(),
-                revshare_pct: pct.normalize().to_string(),
-                mrr_usd: terms::money(mrr),
-                payout_usd: terms::money(payout),
-                window_ends_at: iso(terms::window_end_ms(first)),
-            });
-        }
         Ok(RevshareResponses::Ok(Json(PartnerRevshare {
             partner: RevsharePartner {
-                revshare_pct: decimal(&p.revshare_pct).normalize().to_string(),
-                revshare_triggered_at: triggered.map(iso),
+                revshare_pct: crate::store::decimal(&p.revshare_pct).normalize().to_string(),
+                revshare_triggered_at: share.triggered_at.map(iso),
                 id: p.id,
                 slug: p.slug,
             },
             period: period_view(&period),
             totals: RevshareTotals {
                 attributed_entities: per_entity.len() as i64,
-                attributed_mrr_usd: terms::money(mrr_total),
-                payout_usd: terms::money(payout_total),
+                attributed_mrr_usd: terms::money(share.mrr),
+                payout_usd: terms::money(share.payout),
             },
             per_entity,
         })))
@@ -552,95 +436,38 @@ impl PartnersApi {
         #[oai(name = "X-Service-Event")]
         _event: Header<Option<String>>,
         req: &poem::Request,
-        body: Body<PartnerEventBody>,
+        mut body: Body<PartnerEventBody>,
     ) -> Result<WebhookResponses, WebhookErrors> {
         let s = &self.0;
         let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty());
-        let (Some(signature), Some(slug), Some(nonce), Some(event)) =
-            (header("X-Service-Signature"), header("X-Service-Partner"), header("X-Service-Nonce"), header("X-Service-Event"))
-        else {
-            return Err(
-                signature_invalid("X-Service-Signature, X-Service-Partner, X-Service-Nonce and X-Service-Event are all required").into()
-            );
-        };
-        if !(8..=128).contains(&nonce.chars().count()) {
-            return Err(signature_invalid("X-Service-Nonce must be 8 to 128 characters").into());
-        }
-        if !terms::EVENTS.contains(&event) {
-            return Err(signature_invalid(format!("X-Service-Event `{event}` is not one of: {}", terms::EVENTS.join(", "))).into());
-        }
-        let Some(p) = s.store.partner_by_slug(slug).await.map_err(ApiError::from)? else {
-            return Err(signature_invalid("the signature does not verify for this partner").into());
+        let raw = std::mem::take(&mut body.raw);
+        let signed = Signed {
+            signature: header("X-Service-Signature"),
+            partner: header("X-Service-Partner"),
+            nonce: header("X-Service-Nonce"),
+            event: header("X-Service-Event"),
+            body: &raw,
         };
         let now = s.clock.now_ms();
-        let mut secrets = vec![p.secret.as_str()];
-        if let (Some(old), Some(until)) = (p.previous_secret.as_deref(), p.previous_secret_until) {
-            if now < until {
-                secrets.push(old);
-            }
-        }
-        if let Some(problem) = terms::signature_problem(&secrets, signature, &body.raw, now.div_euclid(1000)) {
-            return Err(signature_invalid(problem).into());
-        }
-        if !p.active {
-            return Err(forbidden("this partner is deactivated; its operator can reactivate it").into());
-        }
-        let n = Nonce { partner_id: &p.id, nonce, now_ms: now, forget_before_ms: now - 2 * terms::WEBHOOK_TOLERANCE_SECS * 1000 };
-        let replayed = || signature_invalid("this X-Service-Nonce was used before: a replay changes nothing");
-        let user = event_user(body.parse()?, event)?;
-        let ack = PartnerEventAck { ok: true, event: event.to_string(), ..PartnerEventAck::default() };
-        let ack = if event == "user.created" {
-            let (done, _) = s.provision_user(&p, &user, Some(n)).await?;
-            let (u, already) = match done {
-                Provisioned::New(u) => (u, false),
-                Provisioned::Existing(u) => (u, true),
-                Provisioned::Replayed => return Err(replayed().into()),
-            };
-            PartnerEventAck {
-                partner_user_id: Some(u.id),
-                agenttax_account_id: Some(u.entity_id),
+        let verified = events::verify(&s.store, &signed, now).await.map_err(ApiError::from)?;
+        let user = event_user(body.parse()?, verified.event)?;
+        let ack = PartnerEventAck { ok: true, event: verified.event.to_string(), ..PartnerEventAck::default() };
+        let ack = match events::apply(&s.store, &verified, &user, now).await.map_err(ApiError::from)? {
+            Applied::Provisioned { user, already } => PartnerEventAck {
+                partner_user_id: Some(user.id),
+                agenttax_account_id: Some(user.entity_id),
                 already_provisioned: Some(already),
                 ..ack
-            }
-        } else {
-            match s.store.delete_partner_user(&p.id, &user.external_id, n).await.map_err(ApiError::from)? {
-                Deleted::Now(u) => PartnerEventAck {
-                    found: Some(true),
-                    already_deleted: Some(false),
-                    entity_id: Some(u.entity_id),
-                    partner_user_id: Some(u.id),
-                    ..ack
-                },
-                Deleted::Before(u) => PartnerEventAck {
-                    found: Some(true),
-                    already_deleted: Some(true),
-                    entity_id: Some(u.entity_id),
-                    partner_user_id: Some(u.id),
-                    ..ack
-                },
-                Deleted::NotFound => PartnerEventAck { found: Some(false), already_deleted: Some(false), ..ack },
-                Deleted::Replayed => return Err(replayed().into()),
-            }
+            },
+            Applied::Deleted { user, already } => PartnerEventAck {
+                found: Some(true),
+                already_deleted: Some(already),
+                entity_id: Some(user.entity_id),
+                partner_user_id: Some(user.id),
+                ..ack
+            },
+            Applied::NotFound => PartnerEventAck { found: Some(false), already_deleted: Some(false), ..ack },
         };
-        tracing::info!(partner = %p.slug, event, "partner event");
         Ok(WebhookResponses::Ok(Json(ack)))
     }
-}
-
-/// Why a claim link cannot be used now, if it cannot.
-fn claim_refusal(link: Option<&partner_user::Model>, now_ms: i64) -> Option<ApiError> {
-    let Some(u) = link else { return Some(ApiError::not_found("no claimable account has this claim link")) };
-    if u.deleted_at.is_some() {
-        return Some(ApiError::not_found("no claimable account has this claim link"));
-    }
-    if u.claimed_at.is_some() {
-        return Some(ApiError::conflict("this claim link was used: the account is claimed; log in instead"));
-    }
-    if u.claim_expires_at <= now_ms {
-        return Some(ApiError::field(
-            "token",
-            format!("this claim link expired at {}; ask the platform that provisioned the account", iso(u.claim_expires_at)),
-        ));
-    }
-    None
 }

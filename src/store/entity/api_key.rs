@@ -28,3 +28,22 @@ impl Related<super::entity::Entity> for Entity {
 }
 
 impl ActiveModelBehavior for ActiveModel {}
+
+impl Model {
+    /// A fresh key of the account `entity_id`, and the row that stores it (its hash and prefix only): the key is
+    /// shown once and never again.
+    pub fn fresh(entity_id: &str, name: &str, now: i64) -> (String, Model) {
+        use crate::security::{key_prefix, new_api_key, new_id, sha256_hex};
+        let raw = new_api_key();
+        let row = Model {
+            id: new_id("key"),
+            entity_id: entity_id.into(),
+            name: name.into(),
+            prefix: key_prefix(&raw),
+            key_hash: sha256_hex(raw.as_bytes()),
+            created_at: now,
+            revoked_at: None,
+        };
+        (raw, row)
+    }
+}
