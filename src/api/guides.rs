@@ -164,7 +164,7 @@ impl GuidesApi {
                 let ledger = s.store.ledger_progress(&account.id).await.map_err(ApiError::from)?;
                 let nexus = s.store.nexus_states(&account.id).await.map_err(ApiError::from)?.iter().filter(|r| r.has_nexus).count();
                 let alerts = if ledger.seller_sales > 0 {
-                    s.nexus_alerts(&s.store.db, &account, s.nexus_map(&account).await?.as_ref(), s.clock.now_ms()).await?.len()
+                    s.nexus_alerts(&account, s.nexus_map(&account).await?.as_ref(), s.clock.now_ms()).await?.len()
                 } else {
                     0
                 };

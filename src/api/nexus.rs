@@ -14,11 +14,8 @@ use super::schema::ledger::{NexusAlertsResponse, NexusEntryOut, NexusRequest, Ne
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::error_responses;
-use crate::rules::schema::state_index;
 use crate::store::entity::entity;
 use crate::store::nexus::NexusEntry;
-use crate::store::Store;
-use sea_orm::ConnectionTrait;
 
 pub struct NexusApi(pub Arc<AppState>);
 
@@ -73,7 +70,7 @@ impl AppState {
     async fn alerts_view(&self, account: &entity::Model) -> Result<NexusAlertsResponse, ApiError> {
         let nexus = self.nexus_map(account).await?;
         let now = self.clock.now_ms();
-        let alerts = self.nexus_alerts(&self.store.db, account, nexus.as_ref(), now).await?;
+        let alerts = self.nexus_alerts(account, nexus.as_ref(), now).await?;
         Ok(NexusAlertsResponse {
             success: true,
             as_of: self.clock.now().date_naive().to_string(),
@@ -121,27 +118,20 @@ impl NexusApi {
 impl AppState {
     /// The account's nexus as the engine takes it: `None` until the account has configured any.
     pub async fn nexus_map(&self, account: &entity::Model) -> Result<Option<BTreeMap<usize, bool>>, ApiError> {
-        if !account.nexus_configured {
-            return Ok(None);
-        }
-        let rows = self.store.nexus_states(&account.id).await?;
-        Ok(Some(rows.iter().filter_map(|r| state_index(&r.state).map(|i| (i, r.has_nexus))).collect()))
+        Ok(crate::ledger::alerts::nexus_of(&self.store, account).await?)
     }
 
     /// Alerts for every state at 80% or more of its threshold, from the revenue the account has recorded.
-    pub async fn nexus_alerts<C: ConnectionTrait>(
+    pub async fn nexus_alerts(
         &self,
-        conn: &C,
         account: &entity::Model,
         nexus: Option<&BTreeMap<usize, bool>>,
         now_ms: i64,
     ) -> Result<Vec<NexusAlert>, ApiError> {
-        let today = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(now_ms).unwrap_or_default().date_naive();
-        let rows = Store::state_revenue_of(conn, &[account.id.as_str()], crate::engine::nexus::earliest_month(today)).await?;
-        let empty = BTreeMap::new();
         // The engine writes an alert as calculate's nexus_alerts carry it; `api::calculate_contract` proves that
         // text is what `NexusAlert` writes, so it reads back whole.
-        crate::ledger::alerts_from(&self.registry, &account.id, &rows, nexus.unwrap_or(&empty), today)
+        crate::ledger::alerts::alerts(&self.store, &self.registry, account, nexus, now_ms)
+            .await?
             .into_iter()
             .map(|a| NexusAlert::parse_from_json(Some(a)).map_err(|e| ApiError::internal(format!("nexus alert: {}", e.into_message()))))
             .collect()

@@ -116,7 +116,7 @@ impl ReportApi {
         };
 
         let nexus = s.nexus_map(&account).await?;
-        let alerts = s.nexus_alerts(&s.store.db, &account, nexus.as_ref(), now_ms).await?;
+        let alerts = s.nexus_alerts(&account, nexus.as_ref(), now_ms).await?;
         let year_start = NaiveDate::from_ymd_opt(today.year(), 1, 1).unwrap_or(today);
         let since_ms = year_start.and_hms_opt(0, 0, 0).map_or(0, |t| t.and_utc().timestamp_millis());
         let rows = s.store.ledger_since(&account.id, since_ms, LEDGER_LIMIT).await.map_err(ApiError::from)?;

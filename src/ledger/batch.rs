@@ -36,10 +36,11 @@ use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DbBackend};
 use serde_json::{Map, Value};
 
+use super::alerts::{alerts_from, with_alerts};
 use super::{burst_call, Payer, Refusal};
 use crate::billing::monthly_call;
 use crate::clock::iso;
-use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
+use crate::engine::nexus as nexus_alerts;
 use crate::engine::render::{self, FullText, API_VERSION};
 use crate::engine::request::Counterparty;
 use crate::engine::{determine, Determination, EngineError, Input, Request};
@@ -369,7 +370,7 @@ pub(super) fn micros(d: Decimal) -> i64 {
     (d * Decimal::from(1_000_000)).round().to_i64().unwrap_or(i64::MAX)
 }
 
-fn from_micros(m: i64) -> Decimal {
+pub(super) fn from_micros(m: i64) -> Decimal {
     Decimal::new(m, 6)
 }
 
@@ -747,39 +748,6 @@ impl Ledger {
     }
 }
 
-/// The rendered alerts of one account, from revenue rows (which may hold other accounts' too).
-pub fn alerts_from(
-    registry: &Registry,
-    entity_id: &str,
-    rows: &[state_revenue::Model],
-    nexus: &BTreeMap<usize, bool>,
-    today: NaiveDate,
-) -> Vec<Value> {
-    let from = nexus_alerts::earliest_month(today);
-    let revenue: Vec<MonthRevenue> = rows
-        .iter()
-        .filter(|r| r.entity_id == entity_id && r.month >= from)
-        .filter_map(|r| {
-            state_index(&r.state).map(|state| MonthRevenue {
-                state,
-                month: r.month,
-                sales: from_micros(r.sales_micros),
-                transactions: r.tx_count,
-            })
-        })
-        .collect();
-    nexus_alerts::alerts(registry, &revenue, nexus, today).iter().map(nexus_alerts::render).collect()
-}
-
-/// A calculate response: the stored body with the nexus alerts, if any, as its last member. The same text as
-/// serializing the body with the alerts inserted, without serializing the body again.
-pub fn with_alerts(body: &str, alerts: Option<&str>) -> String {
-    match (alerts, body.strip_suffix('}')) {
-        (Some(alerts), Some(open)) => format!("{open},\"nexus_alerts\":{alerts}}}"),
-        _ => body.to_string(),
-    }
-}
-
 /// Adds a batch's sales to revenue rows read before it (rows it had none for are added).
 fn add_sales(rows: &mut Vec<state_revenue::Model>, sales: &[Sale]) {
     for s in sales {
@@ -826,7 +794,7 @@ mod tests {
         let alerts = json!([{"state": "TX", "level": "approaching", "percent_of_threshold": 81.5}]);
         let stored = body.to_string();
         body.as_object_mut().unwrap().insert("nexus_alerts".into(), alerts.clone());
-        assert_eq!(super::with_alerts(&stored, Some(&alerts.to_string())), body.to_string());
-        assert_eq!(super::with_alerts(&stored, None), stored);
+        assert_eq!(crate::ledger::with_alerts(&stored, Some(&alerts.to_string())), body.to_string());
+        assert_eq!(crate::ledger::with_alerts(&stored, None), stored);
     }
 }

@@ -7,6 +7,7 @@
 //! inside the batch, and which limits it counts against. Knows no HTTP: a job is refused with a [`Refusal`],
 //! which the API turns into its error envelope.
 
+pub mod alerts;
 mod batch;
 pub mod corrections;
 mod entry;
@@ -14,7 +15,8 @@ pub mod keyed;
 pub mod liability;
 pub mod report;
 
-pub use batch::{alerts_from, with_alerts, Answer, Entry, EntryOutcome, Job, Ledger, Recorded, Source};
+pub use alerts::{alerts_from, with_alerts};
+pub use batch::{Answer, Entry, EntryOutcome, Job, Ledger, Recorded, Source};
 
 use crate::store::limits::CounterHit;
 use crate::store::StoreError;
