@@ -1,14 +1,17 @@
-//! Criterion benchmarks: one determination on a pre-compiled registry over varied inputs; writing its full
-//! calculate body, by the engine's renderer (the hot path) and by the documenting type (`FullCalculation`, what a
-//! typed `Json<T>` response would do); and loading + checking + compiling the whole rules/ directory. Baseline
-//! in the same run: parsing the request alone, so each cost can be read as a ratio to it.
+//! Criterion benchmarks: one determination on a pre-compiled registry over varied inputs; reading a calculate
+//! body, by the engine's reader (the hot path) and through the documenting type (`CalculateRequest` checked against
+//! its schema and parsed, as a typed `Body<T>` reads the other operations' bodies; the conversion into the engine's
+//! request is not counted); writing its full calculate body, by the engine's renderer (the hot path) and by the
+//! documenting type (`FullCalculation`, what a typed `Json<T>` response would do); and loading + checking +
+//! compiling the whole rules/ directory. Baseline in the same run: parsing the request alone, so each cost can be
+//! read as a ratio to it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use chrono::NaiveDate;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use levy::api::schema::calculate::FullCalculation;
+use levy::api::schema::calculate::{CalculateRequest, FullCalculation};
 use levy::engine::render::FullText;
 use levy::engine::{self, Input};
 use levy::rules::load_dir;
@@ -73,6 +76,29 @@ fn bench(c: &mut Criterion) {
     let typed: Vec<FullCalculation> =
         dets.iter().filter_map(|d| FullCalculation::parse_from_json(serde_json::from_str(&text(d)).ok()).ok()).collect();
     assert_eq!(typed.len(), dets.len(), "every body parses as FullCalculation");
+    let mut g = c.benchmark_group("calculate request");
+    let mut j = 0;
+    g.bench_function("engine reader: parse_request", |b| {
+        b.iter(|| {
+            j = (j + 1) % bodies.len();
+            black_box(engine::parse_request(&bodies[j]).is_ok())
+        })
+    });
+    let mut j = 0;
+    g.bench_function("typed: CalculateRequest checked and parsed (api::conform::parse)", |b| {
+        b.iter(|| {
+            j = (j + 1) % bodies.len();
+            black_box(levy::api::conform::parse::<CalculateRequest>(bodies[j].clone()).is_ok())
+        })
+    });
+    let mut j = 0;
+    g.bench_function("cloning the body alone (the typed reader takes it by value)", |b| {
+        b.iter(|| {
+            j = (j + 1) % bodies.len();
+            black_box(bodies[j].clone())
+        })
+    });
+    g.finish();
     let mut g = c.benchmark_group("calculate body");
     let mut j = 0;
     g.bench_function("renderer: text member by member", |b| {

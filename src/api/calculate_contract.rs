@@ -1,9 +1,10 @@
 //! Calculate's hand-written hot paths agree with the types that document them.
 //!
 //! The request's two readers: the schema the document shows (`CalculateRequest`, checked by `api::conform`)
-//! and the engine's own parser (`engine::parse_request`, kept on the hot path for speed). Same fields, and for
-//! every probe of every field (each enum value and one beside the list, lengths at and past the limit, bounds,
-//! types, null) both accept or both refuse.
+//! and the engine's own parser (`engine::parse_request`, which the scenario cases, the CLI and the rereading of
+//! stored requests use too, below the API; the typed read costs about 2 µs more, benches/README.md). Same fields,
+//! and for every probe of every field (each enum value and one beside the list, lengths at and past the limit,
+//! bounds, types, null) both accept or both refuse.
 //!
 //! The answer's two writers: the engine's renderer (`engine::render`, text written member by member) and the
 //! documented types (`FullCalculation`, `DemoCalculation`, `NexusAlert`). Every sample answer, parsed into its

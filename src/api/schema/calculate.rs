@@ -117,18 +117,15 @@ pub struct CalculateRequest {
     pub seller_state: Option<super::param::StateCodeOrEmpty>,
     /// Five digits, ZIP+4 (`55401-1234`) or empty; adds the zip's local rate layers (a ZIP+4 selects the part of a
     /// zip code that straddles jurisdictions, where the boundary rows have ZIP+4 ranges).
-    #[oai(validator(pattern = r"^([0-9]{5}(-[0-9]{4})?)?$"))]
-    pub buyer_zip: Option<String>,
+    pub buyer_zip: Option<param::ZipOrEmpty>,
     /// Five digits, ZIP+4 or empty; required for origin-sourced intrastate sales (TX, UT, AZ, TN; OH license and
     /// digital_good).
-    #[oai(validator(pattern = r"^([0-9]{5}(-[0-9]{4})?)?$"))]
-    pub seller_zip: Option<String>,
+    pub seller_zip: Option<param::ZipOrEmpty>,
     /// Default saas.
     pub transaction_type: Option<TransactionType>,
     pub work_type: Option<WorkType>,
     /// The other party, 1 to 200 characters of A–Z a–z 0–9 _ - . : @.
-    #[oai(validator(min_length = 1, max_length = 200, pattern = r"^[A-Za-z0-9_\-.:@]+$"))]
-    pub counterparty_id: String,
+    pub counterparty_id: param::AgentIdParam,
     /// Triggers B2B exemptions (IA) and the MD split rate.
     pub is_b2b: Option<bool>,
     /// MD only, with is_b2b: enterprise_system keeps the 3% leg; individual or mixed moves to 6%. Never lowers tax.

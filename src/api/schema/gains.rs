@@ -43,8 +43,7 @@ pub enum Term {
 #[oai(deny_unknown_fields)]
 pub struct TradeBody {
     /// 1 to 50 of A–Z a–z 0–9 . _ -; upper-cased.
-    #[oai(validator(min_length = 1, max_length = 50, pattern = r"^[A-Za-z0-9._\-]{1,50}$"))]
-    pub asset_symbol: String,
+    pub asset_symbol: super::param::SymbolParam,
     pub trade_type: TradeType,
     /// Greater than 0, at most 1000000000000, at most 8 decimal places (more is rejected, never rounded). A decimal string is accepted.
     pub quantity: super::param::Quantity,

@@ -23,12 +23,10 @@ pub struct IngestRecord {
     pub request: CalculateRequest,
     /// The caller's idempotency key for this record: a duplicate returns the original with duplicate true.
     /// No control characters (U+0000–U+001F, U+007F–U+009F).
-    #[oai(validator(min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"))]
-    pub external_tx_id: Option<String>,
+    pub external_tx_id: Option<super::param::Reference>,
     /// The caller's reference (never the record id). Used as external_tx_id when that is absent; ignored when both are sent.
     /// No control characters.
-    #[oai(validator(min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$"))]
-    pub transaction_id: Option<String>,
+    pub transaction_id: Option<super::param::Reference>,
     /// Free-form, stored as sent.
     pub metadata: Option<Obj>,
 }

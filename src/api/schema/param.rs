@@ -11,7 +11,7 @@ use poem_openapi::types::{ParseFromParameter, ParseResult, Type};
 
 use super::pattern::{
     AGENT_ID_PATTERN, CLAIM_TOKEN_PATTERN, EIN_LAST4_PATTERN, EIN_PATTERN, EMAIL_PATTERN, MONTH_PATTERN, NO_CONTROL_PATTERN,
-    SYMBOL_PATTERN, WALLET_ADDRESS_PATTERN, ZIP_PATTERN,
+    SYMBOL_PATTERN, WALLET_ADDRESS_PATTERN, ZIP_OR_EMPTY_PATTERN, ZIP_PATTERN,
 };
 use crate::listed_enum;
 use crate::rules::schema as engine;
@@ -392,6 +392,21 @@ documented!(
 documented!(
     /// An EIN: nine digits (dashes allowed as 12-3456789), or empty.
     Ein => MetaSchema { pattern: Some(EIN_PATTERN.to_string()), ..MetaSchema::new("string") }
+);
+
+documented!(
+    /// A ZIP Code (5 digits, or ZIP+4 as 55401-1234) or empty.
+    ZipOrEmpty => MetaSchema { pattern: Some(ZIP_OR_EMPTY_PATTERN.to_string()), ..MetaSchema::new("string") }
+);
+
+documented!(
+    /// A caller's reference: 1 to 200 characters, no control characters (U+0000–U+001F, U+007F–U+009F).
+    Reference => MetaSchema {
+        min_length: Some(1),
+        max_length: Some(200),
+        pattern: Some(NO_CONTROL_PATTERN.to_string()),
+        ..MetaSchema::new("string")
+    }
 );
 
 documented!(

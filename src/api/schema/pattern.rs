@@ -4,6 +4,9 @@
 /// The pattern of a ZIP Code query parameter, 5 digits or ZIP+4 (documented, and checked by `is_zip`).
 pub const ZIP_PATTERN: &str = "^[0-9]{5}(-[0-9]{4})?$";
 
+/// A ZIP Code or empty: a body field that may be left blank (calculate's buyer_zip, seller_zip).
+pub const ZIP_OR_EMPTY_PATTERN: &str = "^([0-9]{5}(-[0-9]{4})?)?$";
+
 /// An EVM wallet address: `0x` and 40 hex digits, any case (compared case-insensitively).
 pub const WALLET_ADDRESS_PATTERN: &str = "^0x[0-9a-fA-F]{40}$";
 
@@ -28,12 +31,13 @@ pub const EIN_PATTERN: &str = r"^([0-9]{9}|[0-9]{2}-[0-9]{7})?$";
 /// The pattern of a caller's identifier: no control characters (U+0000 to U+001F, U+007F to U+009F).
 pub const NO_CONTROL_PATTERN: &str = r"^[^\u0000-\u001F\u007F-\u009F]*$";
 
-/// An asset symbol: 1 to 50 of A–Z a–z 0–9 . _ -; the body's attribute repeats it (a test holds them equal).
+/// An asset symbol: 1 to 50 of A–Z a–z 0–9 . _ -.
 pub const SYMBOL_PATTERN: &str = r"^[A-Za-z0-9._\-]{1,50}$";
 
 /// Each pattern and its words.
-const WORDS: [(&str, &str); 10] = [
+const WORDS: [(&str, &str); 11] = [
     (ZIP_PATTERN, "`{}` is not a ZIP Code (5 digits, or ZIP+4 as 55401-1234)"),
+    (ZIP_OR_EMPTY_PATTERN, "`{}` is not a ZIP Code (5 digits, or ZIP+4 as 55401-1234) or empty"),
     (WALLET_ADDRESS_PATTERN, "`{}` is not a wallet address: 0x and 40 hex digits expected"),
     (MONTH_PATTERN, "`{}` is not a month (YYYY-MM)"),
     (AGENT_ID_PATTERN, "may contain only letters, digits and _ - . : @"),

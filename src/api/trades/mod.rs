@@ -178,7 +178,7 @@ fn trade_request(b: TradeBody, now: DateTime<Utc>) -> Result<TradeRequest, ApiEr
         return Err(ApiError::invalid(errors));
     }
     Ok(TradeRequest {
-        asset_symbol: b.asset_symbol.to_ascii_uppercase(),
+        asset_symbol: b.asset_symbol.text().to_ascii_uppercase(),
         is_sell,
         quantity,
         price_per_unit: number(&b.price_per_unit.0),
