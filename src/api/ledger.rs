@@ -21,7 +21,7 @@ use crate::clock::iso;
 use crate::engine::validate::Checker;
 use crate::error_responses;
 use crate::ledger::report::day_of;
-use crate::ledger::{Entry, EntryOutcome, Job, Payer, Source};
+use crate::ledger::{Entry, EntryOutcome, Job, Payer, Source, EXTRA_FIELDS};
 use crate::rules::diag::did_you_mean;
 use crate::rules::schema::{state_index, Fact, STATES, TRANSACTION_TYPES};
 use crate::store::entity::transaction;
@@ -62,8 +62,6 @@ error_responses!(ListErrors {
     401 => Unauthorized: "UNAUTHORIZED.",
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
-
-pub(crate) const EXTRA_FIELDS: &[&str] = &["external_tx_id", "transaction_id", "metadata"];
 
 /// Validates one record; errors are prefixed with the record's place in a batch.
 fn parse_item(v: &Value, prefix: &str, errors: &mut Vec<String>) -> Option<Entry> {

@@ -128,12 +128,15 @@ impl AppState {
         nexus: Option<&BTreeMap<usize, bool>>,
         now_ms: i64,
     ) -> Result<Vec<NexusAlert>, ApiError> {
-        // The engine writes an alert as calculate's nexus_alerts carry it; `api::calculate_contract` proves that
-        // text is what `NexusAlert` writes, so it reads back whole.
-        crate::ledger::alerts::alerts(&self.store, &self.registry, account, nexus, now_ms)
-            .await?
-            .into_iter()
-            .map(|a| NexusAlert::parse_from_json(Some(a)).map_err(|e| ApiError::internal(format!("nexus alert: {}", e.into_message()))))
-            .collect()
+        alert_views(crate::ledger::alerts::alerts(&self.store, &self.registry, account, nexus, now_ms).await?)
     }
+}
+
+/// The alerts as documented. The engine writes an alert as calculate's nexus_alerts carry it; `api::calculate_contract`
+/// proves that text is what `NexusAlert` writes, so it reads back whole.
+pub fn alert_views(alerts: Vec<serde_json::Value>) -> Result<Vec<NexusAlert>, ApiError> {
+    alerts
+        .into_iter()
+        .map(|a| NexusAlert::parse_from_json(Some(a)).map_err(|e| ApiError::internal(format!("nexus alert: {}", e.into_message()))))
+        .collect()
 }

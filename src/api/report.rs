@@ -1,20 +1,14 @@
-//! GET /api/v1/optimization-report: what the account's ledger shows it could plan for or avoid — states nearing a
-//! nexus threshold, calculations answered conservatively because a declared fact was missing (each determined
-//! again with the fact declared, value by value), 1099 vendors near the threshold, and sales that owed no tax
-//! only for want of nexus. Runs are counted per calendar month against the plan's allowance.
+//! GET /api/v1/optimization-report: the report `ledger::optimization` makes from the account's ledger, written as
+//! the documented answer.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use poem::http::StatusCode;
 use poem_openapi::{ApiResponse, OpenApi};
 use rust_decimal::Decimal;
-use serde_json::{Map, Value};
 
 use super::auth::KeyAuth;
 use super::error::{ApiError, ErrorCode};
-use super::ledger::EXTRA_FIELDS;
 use super::payload::Json;
 use super::schema::guides::{
     ConservativeCalculation, FactReading, FactValueTotal, MissingFactOfCalculation, MissingFactTotal, OptimizationReport, ReportAllowance,
@@ -23,21 +17,11 @@ use super::schema::guides::{
 use super::schema::number::{Exact, Usd};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
-use crate::engine::missing::what_if;
 use crate::engine::render::DISCLAIMER;
-use crate::engine::{parse_request, Input};
 use crate::error_responses;
-use crate::rules::registry::in_force;
-use crate::store::entity::transaction;
+use crate::ledger::optimization::{self, Conservative, Refused, Vendors, LEDGER_LIMIT, VENDOR_NEAR_PERCENT};
 
 pub struct ReportApi(pub Arc<AppState>);
-
-/// Ledger rows a report reads at most (the newest of the year).
-pub const LEDGER_LIMIT: u64 = 1000;
-/// Conservative calculations listed one by one at most (all are summed in `missing_facts`).
-const LISTED: usize = 200;
-/// A vendor is listed from this share of the 1099 threshold (percent), as nexus alerts are from 80%.
-const VENDOR_NEAR_PERCENT: i64 = 80;
 
 #[derive(ApiResponse)]
 #[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
@@ -54,34 +38,6 @@ error_responses!(ReportErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE: the database does not answer; retry.",
 });
 
-fn dec(v: &Value) -> Option<Decimal> {
-    match v {
-        Value::Number(n) => n.to_string().parse().ok(),
-        Value::String(s) => s.parse().ok(),
-        _ => None,
-    }
-}
-
-fn day_of(ms: i64) -> NaiveDate {
-    DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default().date_naive()
-}
-
-#[derive(Default)]
-struct FactTotal {
-    field: String,
-    advisory: String,
-    transactions: u32,
-    /// value → (total_tax change, tax_due change), in the fact's value order.
-    by_value: Vec<(String, Decimal, Decimal)>,
-}
-
-#[derive(Default)]
-struct Uncollected {
-    transactions: u32,
-    sales: Decimal,
-    tax: Decimal,
-}
-
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Guides")]
 impl ReportApi {
     /// The optimization report
@@ -97,49 +53,22 @@ impl ReportApi {
     async fn report(&self, auth: KeyAuth) -> Result<ReportResponses, ReportErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
-        let account = owner.entity;
-        let now_ms = s.clock.now_ms();
-        let today = day_of(now_ms);
-        let plan = crate::billing::plan(&s.plans, &account, crate::billing::Product::Tax, now_ms);
-        let allowance = plan.optimization_reports_per_month;
-        let month = today.year() * 100 + today.month() as i32;
-        let Some(used) = s.store.take_report_run(&account.id, month, allowance, now_ms).await.map_err(ApiError::from)? else {
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                ErrorCode::TierLimitReached,
-                format!(
-                    "the {} plan includes {allowance} optimization report(s) per month and they are used up; the allowance renews on the 1st (UTC)",
-                    plan.name
-                ),
-            )
-            .into());
+        let f = match optimization::run(&s.store, &s.registry, &s.plans, &owner.entity, s.clock.now_ms()).await {
+            Ok(f) => f,
+            Err(Refused::UsedUp { plan, allowance }) => {
+                return Err(ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    ErrorCode::TierLimitReached,
+                    format!(
+                        "the {plan} plan includes {allowance} optimization report(s) per month and they are used up; the allowance renews on the 1st (UTC)"
+                    ),
+                )
+                .into())
+            }
+            Err(Refused::Store(e)) => return Err(ApiError::from(e).into()),
         };
-
-        let nexus = s.nexus_map(&account).await?;
-        let alerts = s.nexus_alerts(&account, nexus.as_ref(), now_ms).await?;
-        let year_start = NaiveDate::from_ymd_opt(today.year(), 1, 1).unwrap_or(today);
-        let since_ms = year_start.and_hms_opt(0, 0, 0).map_or(0, |t| t.and_utc().timestamp_millis());
-        let rows = s.store.ledger_since(&account.id, since_ms, LEDGER_LIMIT).await.map_err(ApiError::from)?;
-
-        let mut listed = Vec::new();
-        let mut totals: BTreeMap<String, FactTotal> = BTreeMap::new();
-        let mut uncollected: BTreeMap<String, Uncollected> = BTreeMap::new();
-        for row in &rows {
-            let result: Value = serde_json::from_str(&row.result).unwrap_or(Value::Null);
-            if let Some(t) = result.get("tax_if_nexus").and_then(|t| dec(&t["total_tax"])) {
-                let u = uncollected.entry(row.buyer_state.clone()).or_default();
-                u.transactions += 1;
-                u.sales += row.amount.parse::<Decimal>().unwrap_or_default();
-                u.tax += t;
-            }
-            if let Some(c) = self.conservative(row, nexus.as_ref(), &mut totals) {
-                if listed.len() < LISTED {
-                    listed.push(c);
-                }
-            }
-        }
-
-        let missing_facts = totals
+        let missing_facts = f
+            .facts
             .into_iter()
             .map(|(fact, t)| MissingFactTotal {
                 fact,
@@ -158,9 +87,10 @@ impl ReportApi {
             })
             .collect();
         let uncollected_no_nexus = UncollectedNoNexus {
-            transactions: uncollected.values().map(|u| u.transactions).sum(),
-            tax_if_nexus: Usd::cents(uncollected.values().map(|u| u.tax).sum()),
-            states: uncollected
+            transactions: f.uncollected.values().map(|u| u.transactions).sum(),
+            tax_if_nexus: Usd::cents(f.uncollected.values().map(|u| u.tax).sum()),
+            states: f
+                .uncollected
                 .into_iter()
                 .map(|(state, u)| UncollectedState {
                     state,
@@ -170,121 +100,91 @@ impl ReportApi {
                 })
                 .collect(),
         };
+        let allowance = f.plan.optimization_reports_per_month;
         Ok(ReportResponses::Ok(Json(OptimizationReport {
             success: true,
-            as_of: today.to_string(),
-            allowance: ReportAllowance { plan: plan.id.clone(), reports_per_month: allowance, used, remaining: (allowance - used).max(0) },
+            as_of: f.today.to_string(),
+            allowance: ReportAllowance {
+                plan: f.plan.id.clone(),
+                reports_per_month: allowance,
+                used: f.used,
+                remaining: (allowance - f.used).max(0),
+            },
             window: ReportWindow {
-                from: year_start.to_string(),
-                to: today.to_string(),
-                transactions_examined: rows.len() as u32,
+                from: f.year_start.to_string(),
+                to: f.today.to_string(),
+                transactions_examined: f.examined as u32,
                 limit: LEDGER_LIMIT as u32,
             },
-            nexus_alerts: alerts,
+            nexus_alerts: super::nexus::alert_views(f.alerts)?,
             missing_facts,
-            conservative_calculations: listed,
-            vendors_1099: self.vendors(&account.id, today).await?,
+            conservative_calculations: f.conservative.iter().map(conservative_view).collect(),
+            vendors_1099: f.vendors.map(vendors_view),
             uncollected_no_nexus,
             disclaimer: DISCLAIMER.to_string(),
         })))
     }
 }
 
-impl ReportApi {
-    /// The row determined again as of its date with the account's nexus, and with each fact the answer assumed
-    /// declared value by value; `None` when the answer assumed nothing (or the row cannot be determined again).
-    fn conservative(
-        &self,
-        row: &transaction::Model,
-        nexus: Option<&BTreeMap<usize, bool>>,
-        totals: &mut BTreeMap<String, FactTotal>,
-    ) -> Option<ConservativeCalculation> {
-        let mut request: Map<String, Value> = serde_json::from_str(&row.request).ok()?;
-        for f in EXTRA_FIELDS {
-            request.remove(*f);
-        }
-        let request = parse_request(&Value::Object(request)).ok()?;
-        let input = Input { request: &request, nexus, vendor_ytd: None, as_of: day_of(row.created_at) };
-        let w = what_if(&self.0.registry, &input).ok()?;
-        if w.missing.is_empty() {
-            return None;
-        }
-        let (base_total, base_due) = (w.answer.total_tax, w.answer.tax_due);
-        let mut missing = Vec::new();
-        for m in &w.missing {
-            let t = totals.entry(m.fact.name().to_string()).or_insert_with(|| FactTotal {
-                field: m.field.clone(),
-                advisory: m.advisory.clone(),
-                transactions: 0,
-                by_value: m.readings.iter().map(|r| (r.value.to_string(), Decimal::ZERO, Decimal::ZERO)).collect(),
-            });
-            t.transactions += 1;
-            let mut readings = Vec::new();
-            for r in &m.readings {
-                let (dt, dd) = (r.total_tax - base_total, r.tax_due - base_due);
-                if let Some(v) = t.by_value.iter_mut().find(|v| v.0 == r.value) {
-                    v.1 += dt;
-                    v.2 += dd;
-                }
-                readings.push(FactReading {
+/// A conservative calculation with each missing fact's readings and their changes of tax.
+fn conservative_view(c: &Conservative) -> ConservativeCalculation {
+    let w = &c.what_if;
+    let (base_total, base_due) = (w.answer.total_tax, w.answer.tax_due);
+    let missing = w
+        .missing
+        .iter()
+        .map(|m| MissingFactOfCalculation {
+            fact: m.fact.name().to_string(),
+            field: m.field.clone(),
+            advisory: m.advisory.clone(),
+            readings: m
+                .readings
+                .iter()
+                .map(|r| FactReading {
                     value: r.value.to_string(),
                     total_tax: Usd::cents(r.total_tax),
                     tax_due: Usd::cents(r.tax_due),
-                    total_tax_change: Usd::cents(dt),
-                    tax_due_change: Usd::cents(dd),
-                });
-            }
-            missing.push(MissingFactOfCalculation {
-                fact: m.fact.name().to_string(),
-                field: m.field.clone(),
-                advisory: m.advisory.clone(),
-                readings,
-            });
-        }
-        Some(ConservativeCalculation {
-            transaction_id: row.id.clone(),
-            created_at: iso(row.created_at),
-            role: row.role.clone(),
-            buyer_state: row.buyer_state.clone(),
-            transaction_type: w.answer.transaction_type.to_string(),
-            amount: Exact::normalized(request.amount),
-            total_tax: Usd::cents(base_total),
-            tax_due: Usd::cents(base_due),
-            missing,
+                    total_tax_change: Usd::cents(r.total_tax - base_total),
+                    tax_due_change: Usd::cents(r.tax_due - base_due),
+                })
+                .collect(),
         })
+        .collect();
+    ConservativeCalculation {
+        transaction_id: c.row.id.clone(),
+        created_at: iso(c.row.created_at),
+        role: c.row.role.clone(),
+        buyer_state: c.row.buyer_state.clone(),
+        transaction_type: w.answer.transaction_type.to_string(),
+        amount: Exact::normalized(c.amount),
+        total_tax: Usd::cents(base_total),
+        tax_due: Usd::cents(base_due),
+        missing,
     }
+}
 
-    /// Counterparties at 80% or more of this tax year's 1099 threshold; `None` when no threshold is in force.
-    async fn vendors(&self, entity_id: &str, today: NaiveDate) -> Result<Option<Vendors1099>, ApiError> {
-        let s = &self.0;
-        let Some(t) = in_force(&s.registry.information_returns, today) else {
-            return Ok(None);
-        };
-        let threshold = t.value.threshold;
-        let near = threshold * Decimal::from(VENDOR_NEAR_PERCENT) / Decimal::from(100);
-        let rows = s.store.vendor_totals(entity_id, today.year()).await?;
-        let vendors = rows
-            .iter()
-            .map(|r| (r, Decimal::new(r.total_micros, 6)))
-            .filter(|(_, total)| *total >= near)
-            .map(|(r, total)| {
-                let percent = if threshold.is_zero() { Decimal::ZERO } else { (total * Decimal::from(100) / threshold).round_dp(1) };
-                Vendor1099 {
-                    counterparty_id: r.counterparty_id.clone(),
-                    total: Usd::cents(total),
-                    payments: r.payments,
-                    percent_of_threshold: Exact::normalized(percent),
-                    threshold_reached: total >= threshold,
-                }
-            })
-            .collect();
-        Ok(Some(Vendors1099 {
-            tax_year: today.year(),
-            threshold: Usd::cents(threshold),
-            form: t.value.form.clone(),
-            listed_from_percent: VENDOR_NEAR_PERCENT,
-            citation: t.citation.cite.clone(),
-            vendors,
-        }))
+fn vendors_view(v: Vendors) -> Vendors1099 {
+    let threshold = v.threshold;
+    let vendors = v
+        .near
+        .iter()
+        .map(|(r, total)| {
+            let percent = if threshold.is_zero() { Decimal::ZERO } else { (total * Decimal::from(100) / threshold).round_dp(1) };
+            Vendor1099 {
+                counterparty_id: r.counterparty_id.clone(),
+                total: Usd::cents(*total),
+                payments: r.payments,
+                percent_of_threshold: Exact::normalized(percent),
+                threshold_reached: *total >= threshold,
+            }
+        })
+        .collect();
+    Vendors1099 {
+        tax_year: v.tax_year,
+        threshold: Usd::cents(threshold),
+        form: v.form,
+        listed_from_percent: VENDOR_NEAR_PERCENT,
+        citation: v.citation,
+        vendors,
     }
 }

@@ -6,6 +6,10 @@ use serde_json::Value;
 use super::Entry;
 use crate::engine::parse_request;
 
+/// The fields an ingest record holds beside a calculate request's (the caller's references and metadata), kept in
+/// its stored request.
+pub const EXTRA_FIELDS: &[&str] = &["external_tx_id", "transaction_id", "metadata"];
+
 /// The fields a keyed call may not send (they bypass the account's own records).
 const DEMO_ONLY_FIELDS: &[&str] = &["nexus_override", "vendor_ytd_override"];
 

@@ -13,10 +13,12 @@ pub mod corrections;
 mod entry;
 pub mod keyed;
 pub mod liability;
+pub mod optimization;
 pub mod report;
 
 pub use alerts::{alerts_from, with_alerts};
 pub use batch::{Answer, Entry, EntryOutcome, Job, Ledger, Recorded, Source};
+pub use entry::EXTRA_FIELDS;
 
 use crate::store::limits::CounterHit;
 use crate::store::StoreError;
