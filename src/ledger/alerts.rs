@@ -13,8 +13,6 @@ use crate::rules::schema::state_index;
 use crate::store::entity::{entity, state_revenue};
 use crate::store::{Store, StoreError};
 
-use super::batch::from_micros;
-
 /// The account's nexus as the engine takes it (state index → has nexus): `None` until the account has configured any.
 pub async fn nexus_of(store: &Store, account: &entity::Model) -> Result<Option<BTreeMap<usize, bool>>, StoreError> {
     if !account.nexus_configured {
@@ -53,7 +51,7 @@ pub fn alerts_from(
             state_index(&r.state).map(|state| MonthRevenue {
                 state,
                 month: r.month,
-                sales: from_micros(r.sales_micros),
+                sales: rust_decimal::Decimal::new(r.sales_micros, 6),
                 transactions: r.tx_count,
             })
         })

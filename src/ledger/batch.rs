@@ -370,7 +370,7 @@ pub(super) fn micros(d: Decimal) -> i64 {
     (d * Decimal::from(1_000_000)).round().to_i64().unwrap_or(i64::MAX)
 }
 
-pub(super) fn from_micros(m: i64) -> Decimal {
+fn from_micros(m: i64) -> Decimal {
     Decimal::new(m, 6)
 }
 
