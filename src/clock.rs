@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 
 #[derive(Clone, Default)]
 pub struct Clock {
@@ -49,4 +49,14 @@ impl Clock {
 /// An instant in Unix milliseconds as RFC 3339 UTC with milliseconds (`2026-11-21T10:00:00.000Z`).
 pub fn iso(ms: i64) -> String {
     chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// The UTC date of an instant in Unix milliseconds.
+pub fn utc_date(ms: i64) -> NaiveDate {
+    DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default().date_naive()
+}
+
+/// The first millisecond (Unix) of a UTC date.
+pub fn day_start_ms(day: NaiveDate) -> i64 {
+    day.and_hms_opt(0, 0, 0).map_or(0, |t| t.and_utc().timestamp_millis())
 }

@@ -13,6 +13,7 @@ use hmac::{Hmac, Mac};
 use rust_decimal::Decimal;
 use sha2::Sha256;
 
+use crate::clock::day_start_ms;
 use crate::security::random_hex;
 use crate::store::StoreError;
 
@@ -164,10 +165,6 @@ pub struct Period {
     pub to: NaiveDate,
 }
 
-fn day_ms(d: NaiveDate) -> i64 {
-    d.and_hms_opt(0, 0, 0).map_or(0, |t| t.and_utc().timestamp_millis())
-}
-
 fn first_of_month(d: NaiveDate) -> NaiveDate {
     d.with_day(1).unwrap_or(d)
 }
@@ -205,12 +202,12 @@ impl Period {
     }
 
     pub fn start_ms(&self) -> i64 {
-        day_ms(self.from)
+        day_start_ms(self.from)
     }
 
     /// The end of the last day (exclusive).
     pub fn end_ms(&self) -> i64 {
-        day_ms(self.to.succ_opt().unwrap_or(self.to))
+        day_start_ms(self.to.succ_opt().unwrap_or(self.to))
     }
 
     /// The calendar months the period touches: each month's start and end (exclusive), Unix ms, and the part of it
@@ -221,10 +218,10 @@ impl Period {
         while m <= self.to {
             let next = m.checked_add_months(Months::new(1)).unwrap_or(m);
             out.push(MonthSlice {
-                start_ms: day_ms(m),
-                end_ms: day_ms(next),
-                from_ms: day_ms(m).max(self.start_ms()),
-                to_ms: day_ms(next).min(self.end_ms()),
+                start_ms: day_start_ms(m),
+                end_ms: day_start_ms(next),
+                from_ms: day_start_ms(m).max(self.start_ms()),
+                to_ms: day_start_ms(next).min(self.end_ms()),
             });
             if next <= m {
                 break;

@@ -271,7 +271,7 @@ pub fn parse_since(text: &str) -> Result<i64, String> {
         return Ok(dt.and_utc().timestamp_millis());
     }
     if let Ok(d) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
-        return Ok(d.and_hms_opt(0, 0, 0).map_or(0, |t| t.and_utc().timestamp_millis()));
+        return Ok(crate::clock::day_start_ms(d));
     }
     Err(format!("`{text}` is not an ISO 8601 date (2026-01-31) or date-time (2026-01-31T12:00:00Z)"))
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::NaiveDate;
 use serde_json::Value;
 
 use crate::engine::nexus::{self as nexus_alerts, MonthRevenue};
@@ -30,7 +30,7 @@ pub async fn alerts(
     nexus: Option<&BTreeMap<usize, bool>>,
     now_ms: i64,
 ) -> Result<Vec<Value>, StoreError> {
-    let today = DateTime::<Utc>::from_timestamp_millis(now_ms).unwrap_or_default().date_naive();
+    let today = crate::clock::utc_date(now_ms);
     let rows = Store::state_revenue_of(&store.db, &[account.id.as_str()], nexus_alerts::earliest_month(today)).await?;
     Ok(alerts_from(registry, &account.id, &rows, nexus.unwrap_or(&BTreeMap::new()), today))
 }

@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 use std::sync::Arc;
 
-use chrono::{DateTime, Datelike, NaiveDate, Utc};
+use chrono::{Datelike, NaiveDate};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use sea_orm::{ConnectionTrait, DbBackend};
@@ -39,7 +39,7 @@ use serde_json::{Map, Value};
 use super::alerts::{alerts_from, with_alerts};
 use super::{burst_call, Payer, Refusal};
 use crate::billing::monthly_call;
-use crate::clock::iso;
+use crate::clock::{iso, utc_date};
 use crate::engine::nexus as nexus_alerts;
 use crate::engine::render::{self, FullText, API_VERSION};
 use crate::engine::request::Counterparty;
@@ -168,7 +168,7 @@ fn prepare(
 ) -> Result<Prepared, Refusal> {
     let entity_id = payer.entity_id();
     let stated = request.nexus_override.as_ref();
-    let input = Input { request, nexus: stated.or((*nexus).as_ref()), vendor_ytd: None, as_of: day(now_ms) };
+    let input = Input { request, nexus: stated.or((*nexus).as_ref()), vendor_ytd: None, as_of: utc_date(now_ms) };
     let det = determine(registry, &input).map_err(|err| engine_refusal(err, &entry.prefix))?;
     let id = new_ordered_id("tx", now_ms);
     let extra = [
@@ -312,7 +312,7 @@ impl<'j> Plan<'j> {
                 Payment {
                     entity_id: jobs[i].payer.entity_id(),
                     counterparty_id: &req.counterparty_id,
-                    tax_year: day(jobs[i].now_ms).year(),
+                    tax_year: utc_date(jobs[i].now_ms).year(),
                     micros: micros(req.amount),
                 }
             })
@@ -342,7 +342,7 @@ impl<'j> Plan<'j> {
         let vendor = first.add_all(Store::add_vendor_payments_sql(backend, &payments));
         let calculating: Vec<usize> = serving.iter().copied().filter(|&i| matches!(jobs[i].source, Source::Calculate { .. })).collect();
         let alerting = distinct(calculating.iter().map(|&i| jobs[i].payer.entity_id()));
-        let from_month = calculating.iter().map(|&i| nexus_alerts::earliest_month(day(jobs[i].now_ms))).min().unwrap_or(0);
+        let from_month = calculating.iter().map(|&i| nexus_alerts::earliest_month(utc_date(jobs[i].now_ms))).min().unwrap_or(0);
         let revenue_at = (!alerting.is_empty()).then(|| first.add(Store::state_revenue_sql(backend, &alerting, from_month)));
         Plan {
             live,
@@ -372,10 +372,6 @@ pub(super) fn micros(d: Decimal) -> i64 {
 
 fn from_micros(m: i64) -> Decimal {
     Decimal::new(m, 6)
-}
-
-fn day(ms: i64) -> NaiveDate {
-    DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default().date_naive()
 }
 
 /// Where an entry's row comes from.
@@ -622,7 +618,7 @@ impl Ledger {
             let (job, entry) = (&jobs[i], &jobs[i].entries[e]);
             let req = &entry.request;
             let entity_id = job.payer.entity_id();
-            let today = day(job.now_ms);
+            let today = utc_date(job.now_ms);
             let account_nexus = nexus.get(entity_id).cloned().unwrap_or_default();
             let counterparty = profiles.get(&req.counterparty_id).and_then(|p| visible_counterparty(p, entity_id));
             let corrected;
@@ -724,7 +720,7 @@ impl Ledger {
                 .collect();
             let mut response = String::new();
             if let Source::Calculate { idempotency_key } = &job.source {
-                let today = day(job.now_ms);
+                let today = utc_date(job.now_ms);
                 let entity_id = job.payer.entity_id();
                 let alerts = alerts_memo.entry((entity_id, today)).or_insert_with(|| {
                     let account_nexus = nexus.get(entity_id).and_then(|n| (**n).as_ref());

@@ -5,13 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Datelike, NaiveDate, Utc};
+use chrono::{Datelike, NaiveDate};
 use rust_decimal::Decimal;
 use serde_json::{Map, Value};
 
 use super::alerts::{alerts, nexus_of};
 use super::EXTRA_FIELDS;
 use crate::billing::{self, Product};
+use crate::clock::{day_start_ms, utc_date};
 use crate::engine::missing::{what_if, WhatIf};
 use crate::engine::{parse_request, Input};
 use crate::plans::{Plan, Plans};
@@ -95,10 +96,6 @@ pub struct Vendors {
     pub near: Vec<(vendor_ytd::Model, Decimal)>,
 }
 
-fn day_of(ms: i64) -> NaiveDate {
-    DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default().date_naive()
-}
-
 fn decimal(v: &Value) -> Option<Decimal> {
     match v {
         Value::Number(n) => n.to_string().parse().ok(),
@@ -115,7 +112,7 @@ pub async fn run<'p>(
     account: &entity::Model,
     now_ms: i64,
 ) -> Result<Findings<'p>, Refused> {
-    let today = day_of(now_ms);
+    let today = utc_date(now_ms);
     let plan = billing::plan(plans, account, Product::Tax, now_ms);
     let allowance = plan.optimization_reports_per_month;
     let month = today.year() * 100 + today.month() as i32;
@@ -125,7 +122,7 @@ pub async fn run<'p>(
     let nexus = nexus_of(store, account).await?;
     let alerts = alerts(store, registry, account, nexus.as_ref(), now_ms).await?;
     let year_start = NaiveDate::from_ymd_opt(today.year(), 1, 1).unwrap_or(today);
-    let since_ms = year_start.and_hms_opt(0, 0, 0).map_or(0, |t| t.and_utc().timestamp_millis());
+    let since_ms = day_start_ms(year_start);
     let rows = store.ledger_since(&account.id, since_ms, LEDGER_LIMIT).await?;
 
     let mut conservative = Vec::new();
@@ -158,7 +155,7 @@ fn again(registry: &Registry, row: &transaction::Model, nexus: Option<&BTreeMap<
         request.remove(*f);
     }
     let request = parse_request(&Value::Object(request)).ok()?;
-    let input = Input { request: &request, nexus, vendor_ytd: None, as_of: day_of(row.created_at) };
+    let input = Input { request: &request, nexus, vendor_ytd: None, as_of: utc_date(row.created_at) };
     let w = what_if(registry, &input).ok()?;
     (!w.missing.is_empty()).then_some((request.amount, w))
 }

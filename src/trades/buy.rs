@@ -5,7 +5,8 @@ use rust_decimal::Decimal;
 use sea_orm::ConnectionTrait;
 use serde_json::Value;
 
-use super::{add, date_of, day_of, day_start_ms, number, text, Book, Bought, Refused, ReplacedLoss, Replacement, Trade};
+use super::{add, date_of, number, text, Book, Bought, Refused, ReplacedLoss, Replacement, Trade};
+use crate::clock::{day_start_ms, utc_date};
 use crate::gains::lots::pro_rata;
 use crate::gains::wash;
 use crate::security::new_ordered_id;
@@ -23,7 +24,7 @@ impl Book<'_> {
             let (from, _) = wash::window(&rule.value, day);
             losses = Store::open_wash_losses(conn, &account.id, &req.asset_symbol, day_start_ms(from), req.trade_date.timestamp_millis())
                 .await?;
-            losses.retain(|x| wash::in_window(&rule.value, day_of(x.sold_at), day));
+            losses.retain(|x| wash::in_window(&rule.value, utc_date(x.sold_at), day));
         }
         let open: Vec<Decimal> = losses.iter().map(|x| number(&x.wash_open_quantity)).collect();
         let pairs = wash::allocate(&open, &[req.quantity]);
@@ -59,7 +60,7 @@ impl Book<'_> {
             cost_left -= share;
             qty_left -= q;
             let id = if lots.is_empty() { lot_id.clone() } else { new_ordered_id("lot", now_ms) };
-            let start = wash::tacked_start(day, day_of(x.sold_at), date_of(&x.holding_start));
+            let start = wash::tacked_start(day, utc_date(x.sold_at), date_of(&x.holding_start));
             let split_from = (!lots.is_empty()).then(|| lot_id.clone());
             lots.push(new_lot(id.clone(), q, share + disallowed, start, disallowed, Some(x.id.clone()), split_from));
             added_basis += disallowed;

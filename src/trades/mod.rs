@@ -18,7 +18,7 @@ mod sell;
 
 pub use sell::disposition_of;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::NaiveDate;
 use rust_decimal::Decimal;
 use sea_orm::TransactionTrait;
 use serde_json::Value;
@@ -181,14 +181,6 @@ use crate::store::decimal as number;
 /// Adds `x` to a decimal kept as text.
 fn add(field: &mut String, x: Decimal) {
     *field = text(number(field) + x);
-}
-
-fn day_of(ms: i64) -> NaiveDate {
-    DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default().date_naive()
-}
-
-fn day_start_ms(day: NaiveDate) -> i64 {
-    day.and_hms_opt(0, 0, 0).map(|x| x.and_utc().timestamp_millis()).unwrap_or(0)
 }
 
 fn date_of(text: &str) -> NaiveDate {

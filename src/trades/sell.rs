@@ -5,8 +5,9 @@ use chrono::{DateTime, Datelike, Utc};
 use rust_decimal::Decimal;
 use sea_orm::ConnectionTrait;
 
-use super::{add, date_of, day_of, day_start_ms, number, text, Book, Refused, Replacement, Sold, SoldLot, Trade};
+use super::{add, date_of, number, text, Book, Refused, Replacement, Sold, SoldLot, Trade};
 use crate::clock::iso;
+use crate::clock::{day_start_ms, utc_date};
 use crate::gains::estimate::{self, Gains, Profile};
 use crate::gains::form1099da::{self, Disposition};
 use crate::gains::lots::pro_rata;
@@ -36,8 +37,8 @@ pub fn disposition_of(x: &disposition::Model) -> Disposition {
         asset_class: x.asset_class.clone(),
         exchange: x.exchange.clone(),
         quantity: number(&x.quantity),
-        acquired: day_of(x.acquired_at),
-        sold: day_of(x.sold_at),
+        acquired: utc_date(x.acquired_at),
+        sold: utc_date(x.sold_at),
         proceeds: number(&x.proceeds),
         cost_basis: number(&x.cost_basis),
         wash_sale_disallowed: number(&x.wash_disallowed),
@@ -174,7 +175,7 @@ impl Book<'_> {
             disallowed[p.disposition] += dis;
             matched[p.disposition] += p.quantity;
             let r = &mut candidates[p.lot];
-            let start = wash::tacked_start(day_of(r.acquired_at), day, c.holding_start);
+            let start = wash::tacked_start(utc_date(r.acquired_at), day, c.holding_start);
             let r_qty = number(&r.remaining_quantity);
             let target_id = if p.quantity == r_qty {
                 // The whole remaining lot is the replacement: adjust it in place.
