@@ -1,17 +1,15 @@
-//! Criterion benchmarks: one determination on a pre-compiled registry over varied inputs; reading a calculate
-//! body, by the engine's reader (the hot path) and through the documenting type (`CalculateRequest` checked against
-//! its schema and parsed, as a typed `Body<T>` reads the other operations' bodies; the conversion into the engine's
-//! request is not counted); writing its full calculate body, by the engine's renderer (the hot path) and by the
-//! documenting type (`FullCalculation`, what a typed `Json<T>` response would do); and loading + checking +
-//! compiling the whole rules/ directory. Baseline in the same run: parsing the request alone, so each cost can be
-//! read as a ratio to it.
+//! Criterion benchmarks: one determination on a pre-compiled registry over varied inputs; writing its full
+//! calculate body, by the engine's renderer (the hot path) and by the documenting type (`FullCalculation`, what a
+//! typed `Json<T>` response would do); and loading + checking + compiling the whole rules/ directory. Baseline in
+//! the same run: reading a request body as calculate reads it (checked against `CalculateRequest`'s schema, parsed,
+//! and taken into the engine's request), so each cost can be read as a ratio to it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use chrono::NaiveDate;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use levy::api::schema::calculate::{CalculateRequest, FullCalculation};
+use levy::api::schema::calculate::{read_request, FullCalculation};
 use levy::engine::render::FullText;
 use levy::engine::{self, Input};
 use levy::rules::load_dir;
@@ -40,15 +38,15 @@ fn bench(c: &mut Criterion) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
     let reg = load_dir(&dir).0.expect("rules check clean");
     let bodies = inputs();
-    let requests: Vec<_> = bodies.iter().filter_map(|b| engine::parse_request(b).ok()).collect();
+    let requests: Vec<_> = bodies.iter().filter_map(|b| read_request(b).ok()).collect();
     let nexus: BTreeMap<usize, bool> = (0..STATES.len()).map(|i| (i, i % 2 == 0)).collect();
     let as_of = NaiveDate::from_ymd_opt(2026, 6, 1).unwrap_or_default();
 
     let mut i = 0;
-    c.bench_function("baseline: parse one request", |b| {
+    c.bench_function("baseline: read one request (api::schema::calculate::read_request)", |b| {
         b.iter(|| {
             i = (i + 1) % bodies.len();
-            black_box(engine::parse_request(&bodies[i]).ok())
+            black_box(read_request(&bodies[i]).ok())
         })
     });
     let mut k = 0;
@@ -76,29 +74,6 @@ fn bench(c: &mut Criterion) {
     let typed: Vec<FullCalculation> =
         dets.iter().filter_map(|d| FullCalculation::parse_from_json(serde_json::from_str(&text(d)).ok()).ok()).collect();
     assert_eq!(typed.len(), dets.len(), "every body parses as FullCalculation");
-    let mut g = c.benchmark_group("calculate request");
-    let mut j = 0;
-    g.bench_function("engine reader: parse_request", |b| {
-        b.iter(|| {
-            j = (j + 1) % bodies.len();
-            black_box(engine::parse_request(&bodies[j]).is_ok())
-        })
-    });
-    let mut j = 0;
-    g.bench_function("typed: CalculateRequest checked and parsed (api::conform::parse)", |b| {
-        b.iter(|| {
-            j = (j + 1) % bodies.len();
-            black_box(levy::api::conform::parse::<CalculateRequest>(bodies[j].clone()).is_ok())
-        })
-    });
-    let mut j = 0;
-    g.bench_function("cloning the body alone (the typed reader takes it by value)", |b| {
-        b.iter(|| {
-            j = (j + 1) % bodies.len();
-            black_box(bodies[j].clone())
-        })
-    });
-    g.finish();
     let mut g = c.benchmark_group("calculate body");
     let mut j = 0;
     g.bench_function("renderer: text member by member", |b| {

@@ -35,7 +35,7 @@ pub fn run_case(reg: &Registry, case: &Case) -> CaseOutcome {
     let mut failures = vec![];
     let expected_error = case.expect.iter().find(|(k, _, _)| k == "error").and_then(|(_, v, _)| v.as_str().map(str::to_string));
     let nexus: Option<BTreeMap<usize, bool>> = case.nexus.as_ref().map(|v| v.iter().map(|s| (*s, true)).collect());
-    let result = engine::parse_request(&case.request).map_err(EngineError::Input).and_then(|req| {
+    let result = crate::api::schema::calculate::read_request(&case.request).map_err(EngineError::Input).and_then(|req| {
         let nexus = req.nexus_override.clone().or(nexus);
         engine::determine(reg, &engine::Input { request: &req, nexus: nexus.as_ref(), vendor_ytd: case.vendor_ytd, as_of: case.as_of })
     });

@@ -22,7 +22,7 @@ fn day(s: &str) -> NaiveDate {
 }
 
 fn run(body: Value, nexus: &[&str], as_of: &str) -> Result<engine::Determination, EngineError> {
-    let req = engine::parse_request(&body).map_err(EngineError::Input)?;
+    let req = levy::api::schema::calculate::read_request(&body).map_err(EngineError::Input)?;
     let map: BTreeMap<usize, bool> = nexus.iter().filter_map(|s| levy::rules::schema::state_index(s)).map(|i| (i, true)).collect();
     let nexus = if nexus.is_empty() { None } else { Some(&map) };
     engine::determine(registry(), &engine::Input { request: &req, nexus, vendor_ytd: None, as_of: day(as_of) })
@@ -354,7 +354,7 @@ fn a_split_zip_uses_its_main_city_and_says_so() {
     let tx = levy::rules::schema::state_index("TX").unwrap();
     assert_eq!(reg.local.entry("78701", tx).unwrap().split(), Some("unincorporated Travis County (made up for the test)"));
     let body = json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "transaction_type": "saas", "counterparty_id": "c"});
-    let req = engine::parse_request(&body).unwrap();
+    let req = levy::api::schema::calculate::read_request(&body).unwrap();
     let nexus: BTreeMap<usize, bool> = [(levy::rules::schema::state_index("TX").unwrap(), true)].into();
     let input = engine::Input { request: &req, nexus: Some(&nexus), vendor_ytd: None, as_of: day("2026-03-01") };
     let split = engine::determine(&reg, &input).unwrap();
@@ -445,7 +445,7 @@ fn calculate_answers_a_zip_plus_4_exactly() {
     let calculate = |zip: &str| {
         let body =
             json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": zip, "transaction_type": "digital_good", "counterparty_id": "c"});
-        let req = engine::parse_request(&body).unwrap();
+        let req = levy::api::schema::calculate::read_request(&body).unwrap();
         let nexus: BTreeMap<usize, bool> = [(levy::rules::schema::state_index("TX").unwrap(), true)].into();
         engine::determine(&reg, &engine::Input { request: &req, nexus: Some(&nexus), vendor_ytd: None, as_of: day("2026-03-01") }).unwrap()
     };

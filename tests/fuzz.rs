@@ -449,7 +449,7 @@ fn fuzz_calculate_requests() {
     fuzz("calculate requests", strategy, |(i, edits)| {
         let (seed, as_of, nexus) = &seeds[i];
         let body = apply_json(seed, &edits, &keys);
-        let Ok(req) = engine::parse_request(&body) else { return Ok(()) };
+        let Ok(req) = levy::api::schema::calculate::read_request(&body) else { return Ok(()) };
         let nexus: std::collections::BTreeMap<usize, bool> = nexus.iter().map(|s| (*s, true)).collect();
         let nexus = req.nexus_override.clone().unwrap_or(nexus);
         if let Ok(det) = engine::determine(&reg, &engine::Input { request: &req, nexus: Some(&nexus), vendor_ytd: None, as_of: *as_of }) {

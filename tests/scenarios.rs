@@ -59,7 +59,7 @@ fn settling_the_1099_total_afterwards_equals_knowing_it_before() {
     let (cases, _) = cases::load_cases(&dir, &mut sources);
     let (mut compared, mut crossed) = (0, 0);
     for case in &cases {
-        let Ok(req) = levy::engine::parse_request(&case.request) else { continue };
+        let Ok(req) = levy::api::schema::calculate::read_request(&case.request) else { continue };
         if req.vendor_ytd_override.is_some() {
             continue;
         }

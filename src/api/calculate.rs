@@ -13,10 +13,11 @@ use super::context::client_ip;
 use super::error::{ApiError, ErrorEnvelope};
 use super::idempotency::{parse_key, replayed};
 use super::payload::{JsonBody, JsonText};
-use super::schema::calculate::{CalculateRequest, Calculation};
+use super::schema::calculate::{read_request, CalculateRequest, Calculation};
 use super::{ApiTags, AppState};
-use crate::engine::{determine, parse_request, render, Input};
+use crate::engine::{determine, render, Input};
 use crate::ledger::keyed::Keyed;
+use crate::ledger::Payer;
 use crate::security::new_id;
 
 pub struct CalculateApi(pub Arc<AppState>);
@@ -243,7 +244,8 @@ impl AppState {
         let now_ms = self.clock.now_ms();
         let keyed = match (body.value(), parse_key(idempotency_key)) {
             (Ok(value), Ok(idem)) => {
-                self.ledger.keyed_call(&owner.key_id, &owner.entity_id, idem, value, &self.clock, now_ms).await.map_err(ApiError::from)
+                let payer = Payer::ApiKey { key_id: owner.key_id.clone(), entity_id: owner.entity_id.clone() };
+                self.ledger.keyed_call(payer, idem, value, read_request(value), &self.clock, now_ms).await.map_err(ApiError::from)
             }
             (Err(e), _) | (_, Err(e)) => Err(e),
         };
@@ -273,7 +275,7 @@ impl AppState {
             e
         })?;
         let value = body.value()?;
-        let request = parse_request(value).map_err(|e| ApiError::fields(&e))?;
+        let request = read_request(value).map_err(|e| ApiError::fields(&e))?;
         let now = self.clock.now();
         let input = Input { request: &request, nexus: request.nexus_override.as_ref(), vendor_ytd: None, as_of: now.date_naive() };
         let det = determine(&self.registry, &input).map_err(|e| ApiError::engine(e, ""))?;

@@ -1,173 +1,113 @@
-//! Calculate's hand-written hot paths agree with the types that document them.
-//!
-//! The request's two readers: the schema the document shows (`CalculateRequest`, checked by `api::conform`)
-//! and the engine's own parser (`engine::parse_request`, which the scenario cases, the CLI and the rereading of
-//! stored requests use too, below the API; the typed read costs about 2 µs more, benches/README.md). Same fields,
-//! and for every probe of every field (each enum value and one beside the list, lengths at and past the limit,
-//! bounds, types, null) both accept or both refuse.
-//!
-//! The answer's two writers: the engine's renderer (`engine::render`, text written member by member) and the
-//! documented types (`FullCalculation`, `DemoCalculation`, `NexusAlert`). Every sample answer, parsed into its
-//! type and written again by it, is the same text byte for byte: the same members in the same order, null where
-//! null and absent where absent, numbers with the same digits. The `calculate body` group of `benches/engine.rs`
-//! measures the two.
+//! Calculate's two contracts: the request, read through the type that documents it (`CalculateRequest`,
+//! `read_request`) into the engine's request; and the answer, written by the engine's renderer (`engine::render`,
+//! text member by member) beside the documented types (`FullCalculation`, `DemoCalculation`, `NexusAlert`). Every
+//! sample answer, parsed into its type and written again by it, is the same text byte for byte: the same members in
+//! the same order, null where null and absent where absent, numbers with the same digits. The `calculate body` group
+//! of `benches/engine.rs` measures the two writers.
 
-use poem_openapi::registry::{MetaSchema, MetaSchemaRef};
 use poem_openapi::types::{ParseFromJSON, ToJSON};
 use serde_json::{json, Value};
 
-use crate::api::conform::contract;
-use crate::api::schema::calculate::CalculateRequest;
-use crate::engine::request::{parse_request, ATTESTATION_FIELDS, MAINTENANCE_FIELDS, TOP_FIELDS};
+use crate::api::schema::calculate::read_request;
 
-/// A request both readers accept, that the probes change one field of.
-fn base() -> Value {
-    json!({"amount": 100, "buyer_state": "TX", "counterparty_id": "cust-1"})
-}
-
-/// What the engine refuses that JSON Schema cannot say (a rule across fields), by the engine's field name.
-const ACROSS_FIELDS: &[&str] = &[
-    // The itemized parts of a maintenance contract must add up to the amount.
-    "maintenance_contract.itemized_amounts",
-];
-
-fn schema_of(name: &str) -> MetaSchema {
-    let mut registry = poem_openapi::registry::Registry::new();
-    <CalculateRequest as poem_openapi::types::Type>::register(&mut registry);
-    registry.schemas.get(name).cloned().unwrap_or_else(|| panic!("{name} is not registered"))
-}
-
-fn names(s: &MetaSchema) -> Vec<&'static str> {
-    s.properties.iter().map(|(n, _)| *n).collect()
+/// The facts of a request as the engine holds them, by name.
+fn declared(r: &crate::engine::Request) -> Vec<(&'static str, &'static str)> {
+    crate::rules::schema::ALL_FACTS
+        .iter()
+        .filter(|f| r.facts.declared(**f).is_some())
+        .filter_map(|f| Some((f.name(), r.facts.name_of(*f)?)))
+        .collect()
 }
 
 #[test]
-fn the_same_fields() {
-    fn sorted(mut v: Vec<&'static str>) -> Vec<&'static str> {
-        v.sort();
-        v
-    }
-    assert_eq!(sorted(names(&schema_of("CalculateRequest"))), sorted(TOP_FIELDS.to_vec()));
-    assert_eq!(sorted(names(&schema_of("CustomSoftwareAttestation"))), sorted(ATTESTATION_FIELDS.to_vec()));
-    assert_eq!(sorted(names(&schema_of("MaintenanceContract"))), sorted(MAINTENANCE_FIELDS.to_vec()));
-}
-
-/// The schema a property's reference or inline schema resolves to, merged with its own constraints.
-fn resolved(prop: &MetaSchemaRef) -> MetaSchema {
-    let mut registry = poem_openapi::registry::Registry::new();
-    <CalculateRequest as poem_openapi::types::Type>::register(&mut registry);
-    let find = |r: &MetaSchemaRef| match r {
-        MetaSchemaRef::Inline(s) => (**s).clone(),
-        MetaSchemaRef::Reference(n) => registry.schemas.get(n).cloned().unwrap_or(MetaSchema::ANY),
-    };
-    let mut s = find(prop);
-    for part in s.all_of.clone() {
-        let p = find(&part);
-        let ty = if s.ty.is_empty() { p.ty } else { s.ty };
-        let enum_items = if s.enum_items.is_empty() { p.enum_items.clone() } else { s.enum_items.clone() };
-        s = MetaSchema { ty, enum_items, ..p.merge(s) };
-    }
-    s
-}
-
-/// Values that probe a field of schema `s`.
-fn probes(s: &MetaSchema) -> Vec<Value> {
-    let mut out = vec![Value::Null, json!([]), json!(7), json!("x"), json!(true)];
-    out.extend(s.enum_items.iter().cloned());
-    if !s.enum_items.is_empty() {
-        out.push(json!("not_a_value"));
-    }
-    for n in [s.min_length, s.max_length].into_iter().flatten() {
-        for len in [n.saturating_sub(1), n, n + 1] {
-            out.push(json!("a".repeat(len)));
-            out.push(json!("1".repeat(len)));
-        }
-    }
-    for b in [s.minimum, s.maximum].into_iter().flatten() {
-        for d in [-1.0, 0.0, 1.0] {
-            out.push(json!(b + d));
-        }
-        out.push(json!(b.to_string()));
-    }
-    if s.ty == "number" {
-        out.extend([json!(0), json!(-1), json!("100.50"), json!("5e-324"), json!(5e-324), json!("abc"), json!(1e9)]);
-    }
-    if s.ty == "string" {
-        out.extend([json!(""), json!("12345"), json!("tx"), json!("TX"), json!("has space"), json!("ok-id_1.2:3@x")]);
-    }
-    if s.ty == "object" {
-        out.extend([json!({}), json!({"tx": {"hasNexus": true}}), json!({"TX": {"hasNexus": "yes"}}), json!({"ZZ": {"hasNexus": true}})]);
-    }
-    out
-}
-
-/// Whether the schema and the engine agree on `body`; if not, what each says.
-fn disagreement(body: &Value, what: &str) -> Option<String> {
-    let mut checked = body.clone();
-    let schema = contract::<CalculateRequest>().check(&mut checked);
-    let engine = parse_request(body).err().unwrap_or_default();
-    // Refusals across fields are the engine's alone: the schema accepting such a body is agreement.
-    let engine_refuses = engine.iter().any(|e| !ACROSS_FIELDS.contains(&e.field.as_str()));
-    let differ = if schema.is_empty() { engine_refuses } else { engine.is_empty() };
-    differ.then(|| {
-        let schema: Vec<String> = schema.iter().map(ToString::to_string).collect();
-        let engine: Vec<String> = engine.iter().map(ToString::to_string).collect();
-        format!("{what}: the schema says {schema:?}, the engine {engine:?}")
-    })
-}
-
-fn agree(body: &Value, what: &str) {
-    if let Some(d) = disagreement(body, what) {
-        panic!("{d}");
-    }
+fn a_body_is_read_into_the_facts_it_declares() {
+    let body = json!({
+        "role": "buyer", "amount": "1234.5600", "buyer_state": "TX", "seller_state": "TX", "buyer_zip": "78701-1234",
+        "seller_zip": "", "transaction_type": "software_maintenance", "work_type": "custom_software", "counterparty_id": "vendor-9",
+        "is_b2b": true, "custom_software_attestation": {"written_for_buyer": true, "deliverable": "source_code", "delivery": null},
+        "maintenance_contract": {"mandatory": false, "support_kind": "technical", "itemized_amounts": {"updates": "1000", "support": 234.56}},
+        "description": "annual support", "exemption_certificate": "  ", "nexus_override": {"ca": {"hasNexus": false}},
+        "seller_remitting": true
+    });
+    let r = read_request(&body).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(r.amount.to_string(), "1234.56");
+    assert_eq!((r.buyer_state, r.seller_state), (42, Some(42)));
+    assert_eq!((r.buyer_zip.as_deref(), r.seller_zip.as_deref()), (Some("78701-1234"), None));
+    assert_eq!(r.counterparty_id, "vendor-9");
+    assert_eq!(r.itemized.map(|(u, s)| (u.to_string(), s.to_string())), Some(("1000".into(), "234.56".into())));
+    assert_eq!((r.description.as_str(), r.exemption_certificate.as_deref()), ("annual support", None));
+    assert_eq!(r.nexus_override, Some([(4, false)].into()));
+    assert_eq!((r.seller_remitting, r.vendor_ytd_override, r.has_attestation), (Some(true), None, true));
+    let mut facts = declared(&r);
+    facts.sort();
+    assert_eq!(
+        facts,
+        vec![
+            ("buyer_state", "TX"),
+            ("deliverable", "source_code"),
+            ("intrastate", "true"),
+            ("is_b2b", "true"),
+            ("mandatory", "false"),
+            ("role", "buyer"),
+            ("seller_state", "TX"),
+            ("support_kind", "technical"),
+            ("transaction_type", "software_maintenance"),
+            ("work_type", "custom_software"),
+            ("work_type_source", "explicit"),
+            ("written_for_buyer", "true"),
+        ]
+    );
+    // Echoed as sent, in the answer's order: the attestation with its null, the amounts as written.
+    assert_eq!(
+        Value::Object(r.classification_facts).to_string(),
+        json!({"is_b2b": true, "custom_software_attestation": body["custom_software_attestation"], "maintenance_contract": body["maintenance_contract"]}).to_string()
+    );
 }
 
 #[test]
-fn every_probe_of_every_field_is_read_alike() {
-    let mut found = Vec::new();
-    found.extend(disagreement(&base(), "the base request"));
-    let top = schema_of("CalculateRequest");
-    for (name, prop) in &top.properties {
-        for probe in probes(&resolved(prop)) {
-            let mut body = base();
-            body[*name] = probe.clone();
-            found.extend(disagreement(&body, &format!("{name} = {probe}")));
-        }
+fn a_body_is_refused_with_every_problem_at_once() {
+    let body = json!({
+        "amount": "5e-324", "buyer_state": "TZ", "counterparty_id": "has space", "colour": "red", "is_b2b": "yes",
+        "maintenance_contract": {"itemized_amounts": {"updates": -1, "support": 2}}
+    });
+    let mut errors: Vec<String> = read_request(&body).err().unwrap_or_default().iter().map(ToString::to_string).collect();
+    errors.sort();
+    assert_eq!(errors.len(), 6, "{errors:?}");
+    for (field, part) in [
+        ("amount", "must be greater than 0"),
+        ("buyer_state", "`TZ` is not a two-letter US state code or DC"),
+        ("colour", "unknown field"),
+        ("counterparty_id", "may contain only letters, digits"),
+        ("is_b2b", "must be true or false"),
+        ("maintenance_contract.itemized_amounts.updates", "must be at least 0"),
+    ] {
+        assert!(errors.iter().any(|e| e.starts_with(&format!("{field}: ")) && e.contains(part)), "{field}: {part} in {errors:?}");
     }
-    for (outer, schema) in [("custom_software_attestation", "CustomSoftwareAttestation"), ("maintenance_contract", "MaintenanceContract")] {
-        for (name, prop) in &schema_of(schema).properties {
-            for probe in probes(&resolved(prop)) {
-                let mut body = base();
-                body[outer] = json!({ *name: probe.clone() });
-                found.extend(disagreement(&body, &format!("{outer}.{name} = {probe}")));
-            }
-        }
-    }
-    let mut body = base();
-    body["colour"] = json!("red");
-    found.extend(disagreement(&body, "an unknown field"));
-    assert!(found.is_empty(), "{} disagreements:\n{}", found.len(), found.join("\n"));
+    // The rule across fields, once the fields themselves are good.
+    let body = json!({"amount": 100, "buyer_state": "TX", "counterparty_id": "c",
+        "maintenance_contract": {"itemized_amounts": {"updates": "60.5", "support": 40}}});
+    let errors = read_request(&body).err().unwrap_or_default();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].to_string(), "maintenance_contract.itemized_amounts: updates + support must equal amount (60.5 + 40 ≠ 100)");
 }
 
 #[test]
-fn every_sample_body_is_read_alike() {
-    // The guide's examples (src/api/agents_examples.json) that are calculate requests.
+fn every_sample_body_is_read() {
+    // The guide's examples (src/api/agents_examples.json) that are calculate requests, and the scenario cases that
+    // expect no input error.
     let examples: Value = serde_json::from_str(include_str!("agents_examples.json")).unwrap_or_default();
-    let mut n = 0;
+    let mut bodies: Vec<(String, Value)> = Vec::new();
     for (op, example) in examples.as_object().into_iter().flatten() {
         if let (true, Some(body)) = (op.contains("alculat"), example.get("body")) {
-            agree(body, op);
-            n += 1;
+            bodies.push((op.clone(), body.clone()));
         }
     }
-    assert!(n >= 1, "no calculate example");
-    // The scenario cases' requests.
     let mut sources = crate::rules::diag::SourceMap::default();
     let (cases, _) = crate::rules::cases::load_cases(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/rules")), &mut sources);
     assert!(cases.len() > 100, "{} scenario cases", cases.len());
-    for c in &cases {
-        agree(&c.request, &c.name);
-    }
+    bodies.extend(cases.iter().filter(|c| !c.expect.iter().any(|(k, _, _)| k == "error")).map(|c| (c.name.clone(), c.request.clone())));
+    let refused: Vec<String> = bodies.iter().filter_map(|(name, b)| read_request(b).err().map(|e| format!("{name}: {e:?}"))).collect();
+    assert!(refused.is_empty(), "{refused:?}");
 }
 
 /// The answer `text` parsed into its documented type and written again by it (poem-openapi's `ToJSON`, as a
@@ -210,7 +150,7 @@ fn sample_alerts(reg: &crate::rules::Registry) -> String {
 fn every_sample_answer_is_written_as_its_type_writes_it() {
     use crate::api::schema::calculate::{DemoCalculation, FullCalculation, NexusAlert};
     use crate::engine::render::{demo, joined, settled, FullText};
-    use crate::engine::{determine, parse_request, Input};
+    use crate::engine::{determine, Input};
 
     let rules = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/rules"));
     let (reg, _) = crate::rules::load::load_or_report(rules).expect("the rules load");
@@ -231,7 +171,7 @@ fn every_sample_answer_is_written_as_its_type_writes_it() {
     let upgrade = [("message", "Paid per call."), ("signup", "/api/v1/auth/signup"), ("free_tier", "100 calls a month")];
     let mut answered = 0;
     for (i, (name, body, nexus, vendor_ytd, as_of)) in samples.enumerate() {
-        let Ok(req) = parse_request(&body) else { continue };
+        let Ok(req) = read_request(&body) else { continue };
         let nexus: Option<std::collections::BTreeMap<usize, bool>> = nexus.map(|n| n.iter().map(|s| (*s, true)).collect());
         let nexus = req.nexus_override.clone().or(nexus);
         let Ok(det) = determine(&reg, &Input { request: &req, nexus: nexus.as_ref(), vendor_ytd, as_of }) else { continue };

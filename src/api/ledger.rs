@@ -7,18 +7,18 @@ use poem_openapi::{ApiResponse, OpenApi};
 use serde_json::{Map, Number, Value};
 
 use super::auth::KeyAuth;
+use super::conform::contract;
 use super::error::ApiError;
 use super::payload::{Json, JsonBody};
-use super::schema::calculate::{Role, TransactionType};
+use super::schema::calculate::{CalculateRequest, Role, TransactionType};
 use super::schema::ledger::{
-    IngestBody, IngestResponse, IngestedRecord, Metadata, RecordedCalculation, RefundResult, TransactionList, TransactionRecord,
-    TransactionStatus, MAX_BATCH,
+    IngestBody, IngestRecord, IngestResponse, IngestedRecord, Metadata, RecordedCalculation, RefundResult, TransactionList,
+    TransactionRecord, TransactionStatus, MAX_BATCH,
 };
 use super::schema::number::{Exact, Usd};
 use super::schema::param::{text, DateOrDateTime, Param, StateParam};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
-use crate::engine::validate::Checker;
 use crate::error_responses;
 use crate::ledger::report::day_of;
 use crate::ledger::{Entry, EntryOutcome, Job, Payer, Source, EXTRA_FIELDS};
@@ -63,34 +63,35 @@ error_responses!(ListErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-/// Validates one record; errors are prefixed with the record's place in a batch.
+/// Reads one record: checked against `IngestRecord`'s schema, its calculate fields then read as a calculate body
+/// (`CalculateRequest`; poem cannot parse a flattened object that takes no other fields). Errors are prefixed
+/// with the record's place in a batch.
 fn parse_item(v: &Value, prefix: &str, errors: &mut Vec<String>) -> Option<Entry> {
-    let Some(obj) = v.as_object() else {
-        errors.push(format!("{}: must be a JSON object", prefix.trim_end_matches('.')));
+    let at = |field: &str| match field {
+        "body" if !prefix.is_empty() => prefix.trim_end_matches('.').to_string(),
+        _ => format!("{prefix}{field}"),
+    };
+    let mut checked = v.clone();
+    let problems = contract::<IngestRecord>().check(&mut checked);
+    if !problems.is_empty() {
+        errors.extend(problems.iter().map(|e| format!("{}: {}", at(&e.field), e.message)));
         return None;
-    };
-    let mut core = obj.clone();
-    let mut check = Checker::default();
-    let ext = check.identifier(obj, "external_tx_id", false, 1, 200);
-    let reference = check.identifier(obj, "transaction_id", false, 1, 200);
-    let metadata = match obj.get("metadata") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(m)) => Some(m.clone()),
-        Some(_) => {
-            check.err("metadata", "must be a JSON object");
-            None
-        }
-    };
-    for f in EXTRA_FIELDS {
-        core.remove(*f);
     }
-    errors.extend(check.errors.iter().map(|e| format!("{prefix}{}: {}", e.field, e.message)));
-    match Entry::live(&Value::Object(core), prefix) {
-        Ok(mut entry) if check.errors.is_empty() => {
-            (entry.raw, entry.external_tx_id, entry.metadata) = (v.clone(), ext.or(reference), metadata);
+    let (Value::Object(mut checked), Value::Object(mut sent)) = (checked, v.clone()) else { return None };
+    let text = |f: &str| sent.get(f).and_then(Value::as_str).map(str::to_string);
+    let reference = text("external_tx_id").or_else(|| text("transaction_id"));
+    let metadata = sent.get("metadata").and_then(Value::as_object).cloned();
+    for f in EXTRA_FIELDS {
+        checked.remove(*f);
+        sent.remove(*f);
+    }
+    let sent = Value::Object(sent);
+    let read = CalculateRequest::read_checked(Value::Object(checked), &sent);
+    match Entry::live(read, &sent, prefix) {
+        Ok(mut entry) => {
+            (entry.raw, entry.external_tx_id, entry.metadata) = (v.clone(), reference, metadata);
             Some(entry)
         }
-        Ok(_) => None,
         Err(e) => {
             errors.extend(e);
             None

@@ -280,10 +280,10 @@ pub fn openapi_json(state: Arc<AppState>) -> String {
 
 /// The service's document, with two conventions the derives cannot state:
 /// - a property that a schema does not require may also be `null`: requests treat `null` as absent
-///   (`api::conform`, and the engine's `validate::Checker`), and responses send `null` for a value that does not
+///   (`api::conform`), and responses send `null` for a value that does not
 ///   apply (`revoked_at` of a live key, `buyer_zip` without a zip);
-/// - request objects with listed properties take no others (`additionalProperties: false`): `api::conform` and
-///   the engine's parser report unknown fields. Free-form objects (`metadata`) list none.
+/// - request objects with listed properties take no others (`additionalProperties: false`): `api::conform` reports
+///   unknown fields. Free-form objects (`metadata`) list none.
 fn document(service: &OpenApiService<Apis, ()>) -> String {
     let mut doc: serde_json::Value = serde_json::from_str(&service.spec()).expect("poem-openapi writes JSON");
     let mut requests = Vec::new();

@@ -17,7 +17,7 @@ use super::error::{ApiError, ErrorCode, MppOffer, PayPerCallOffer};
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::limits::signup_block;
 use super::payload::JsonBody;
-use super::schema::calculate::CalculateRequest;
+use super::schema::calculate::{read_request, CalculateRequest};
 use super::AppState;
 use crate::ledger::Entry;
 use crate::payments::mpp;
@@ -141,7 +141,7 @@ impl AppState {
     ) -> Result<String, ApiError> {
         let value = body.value()?;
         let idem = parse_key(idempotency_key)?;
-        let entry = Entry::paid(value).map_err(ApiError::invalid)?;
+        let entry = Entry::paid(read_request(value), value).map_err(ApiError::invalid)?;
         let now_ms = self.clock.now_ms();
         match way {
             Way::X402 { version, value: header } => {

@@ -5,8 +5,9 @@
 //! the handler to take (`body.parse()?`) once it has checked credentials and limits, so a caller without a key
 //! hears 401 before any word about its body, and nothing is written before a body is known to be good.
 //! `Json<T>` sends a typed response rendered from `T`.
-//! `JsonBody<T>` accepts any body and leaves parsing to the handler: calculate, whose engine parser reads the
-//! raw JSON (and whose demo limiter counts malformed requests too), and the Stripe webhook, signed over the bytes.
+//! `JsonBody<T>` accepts any body and leaves parsing to the handler: calculate and ingest, read against their types
+//! into the engine's request once the key or the demo limiter has counted the call (malformed ones too), and kept as
+//! sent for the ledger row; and the Stripe webhook, signed over the bytes.
 //! `JsonText<T>` sends a body already rendered (by the engine's renderer, or an idempotency replay, byte for byte).
 //!
 //! Bodies are read within the request's [`Bounds`]: one whose Content-Length exceeds the size limit is refused

@@ -10,6 +10,7 @@ use rust_decimal::Decimal;
 use super::auth::KeyAuth;
 use super::error::{ApiError, ErrorCode};
 use super::payload::Json;
+use super::schema::calculate::read_request;
 use super::schema::guides::{
     ConservativeCalculation, FactReading, FactValueTotal, MissingFactOfCalculation, MissingFactTotal, OptimizationReport, ReportAllowance,
     ReportWindow, UncollectedNoNexus, UncollectedState, Vendor1099, Vendors1099,
@@ -53,7 +54,7 @@ impl ReportApi {
     async fn report(&self, auth: KeyAuth) -> Result<ReportResponses, ReportErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
-        let f = match optimization::run(&s.store, &s.registry, &s.plans, &owner.entity, s.clock.now_ms()).await {
+        let f = match optimization::run(&s.store, &s.registry, &s.plans, &owner.entity, s.clock.now_ms(), read_request).await {
             Ok(f) => f,
             Err(Refused::UsedUp { plan, allowance }) => {
                 return Err(ApiError::new(

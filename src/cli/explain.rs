@@ -49,7 +49,7 @@ pub fn explain(rules: &Path, request: &str, as_of: Option<&str>, nexus: Option<&
     };
     let nexus_map: Option<BTreeMap<usize, bool>> =
         nexus.map(|n| n.split(',').filter_map(|s| state_index(s.trim().to_uppercase().as_str())).map(|i| (i, true)).collect());
-    let result = engine::parse_request(&body).map_err(EngineError::Input).and_then(|req| {
+    let result = crate::api::schema::calculate::read_request(&body).map_err(EngineError::Input).and_then(|req| {
         let nexus = req.nexus_override.clone().or(nexus_map);
         engine::determine(&reg, &engine::Input { request: &req, nexus: nexus.as_ref(), vendor_ytd: None, as_of })
     });

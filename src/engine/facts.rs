@@ -2,7 +2,7 @@
 //! classification derived. Evaluates rule conditions against them.
 
 use crate::rules::ast::Cond;
-use crate::rules::schema::{Fact, FACT_COUNT};
+use crate::rules::schema::{Fact, FactKind, FACT_COUNT};
 
 /// One value per schema fact; `None` means the caller did not declare it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,7 +45,12 @@ impl FactSet {
 
     /// The value's name (`"saas"`, `"true"`), for echoes and traces.
     pub fn name_of(&self, fact: Fact) -> Option<&'static str> {
-        self.get(fact).and_then(|v| fact.def().kind.values().get(v as usize).copied())
+        let v = self.get(fact)?;
+        match fact.def().kind {
+            // (A boolean's values are listed true first, for messages; its index is false = 0, true = 1.)
+            FactKind::Bool => Some(if v == 1 { "true" } else { "false" }),
+            FactKind::Enum(values) => values.get(v as usize).copied(),
+        }
     }
 
     /// Evaluates a condition. An absent fact is never equal to or in anything.

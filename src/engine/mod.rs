@@ -9,7 +9,6 @@ pub mod nexus;
 pub mod render;
 pub mod request;
 pub mod table;
-pub mod validate;
 
 pub use determine::{determine, Determination, EngineError, Fault, FinalDetermination, Input, LegResult, Role};
-pub use request::{parse_request, FieldError, Request};
+pub use request::{FieldError, Request};

@@ -6,12 +6,11 @@ use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
-use serde_json::json;
 
 use super::determine::{determine, pct, Determination, EngineError, Fault, Input};
-use super::request::parse_request;
+use super::request::{FieldError, Request};
 use crate::rules::registry::{in_force, Dated, FacilitatedCount, Jurisdiction, Registry};
-use crate::rules::schema::{STATES, TRANSACTION_TYPES};
+use crate::rules::schema::{Fact, STATES, TRANSACTION_TYPES};
 
 /// The transaction types whose taxability the table reports: SaaS (calculate's default type) and digital goods.
 pub const SAAS: &str = "saas";
@@ -29,13 +28,15 @@ pub fn probe(
     zip: Option<&str>,
     as_of: NaiveDate,
 ) -> Result<Determination, EngineError> {
-    let code = STATES.get(state).copied().ok_or(Fault::Table("state index"))?;
-    let mut body =
-        json!({"amount": PROBE_AMOUNT, "buyer_state": code, "transaction_type": transaction_type, "counterparty_id": "rate-table"});
-    if let Some(z) = zip {
-        body["buyer_zip"] = json!(z);
+    STATES.get(state).ok_or(Fault::Table("state index"))?;
+    let tt = Fact::transaction_type.def().kind.index_of(transaction_type).ok_or(Fault::Table("transaction type"))?;
+    let mut request = Request::new(Decimal::from(PROBE_AMOUNT), state, "rate-table".to_string());
+    request.facts.set(Fact::transaction_type, tt);
+    if let Some(z) = zip.filter(|z| !crate::postal::is_zip(z)) {
+        let message = format!("`{z}` is not 5 digits or ZIP+4 (55401-1234)");
+        return Err(EngineError::Input(vec![FieldError { field: "buyer_zip".into(), message }]));
     }
-    let request = parse_request(&body).map_err(EngineError::Input)?;
+    request.buyer_zip = zip.map(str::to_string);
     let nexus = BTreeMap::from([(state, true)]);
     determine(reg, &Input { request: &request, nexus: Some(&nexus), vendor_ytd: None, as_of })
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::Read;
 use super::{Answer, Entry, Job, Ledger, Payer, Refusal, Source};
 use crate::clock::Clock;
 use crate::idempotency::{self, body_hash, Begin};
@@ -22,17 +23,19 @@ pub enum Keyed {
 }
 
 impl Ledger {
-    /// Records a keyed calculate call of the key `key_id`, of the account `entity_id`, made at `now_ms` (the time its
-    /// burst window is counted and reported by).
+    /// Records a keyed calculate call paid by `payer` (an API key of an account), made at `now_ms` (the time its burst
+    /// window is counted and reported by): its body as sent, and as the API read it.
     pub async fn keyed_call(
         self: &Arc<Self>,
-        key_id: &str,
-        entity_id: &str,
+        payer: Payer,
         idempotency_key: Option<String>,
         body: &Value,
+        read: Read,
         clock: &Clock,
         now_ms: i64,
     ) -> Result<Keyed, idempotency::Refused> {
+        let entity_id = payer.entity_id().to_string();
+        let entity_id = entity_id.as_str();
         if let Some(k) = &idempotency_key {
             if let Begin::Replay { body, .. } = idempotency::begin(&self.store, clock, entity_id, k, &body_hash("calculate", body)).await? {
                 return Ok(Keyed::Replay(body));
@@ -43,14 +46,13 @@ impl Ledger {
                 idempotency::release(&self.store, entity_id, k).await;
             }
         };
-        let entry = match Entry::live(body, "") {
+        let entry = match Entry::live(read, body, "") {
             Ok(entry) => entry,
             Err(errors) => {
                 give_back().await;
                 return Ok(Keyed::Refused(Refusal::Input(errors)));
             }
         };
-        let payer = Payer::ApiKey { key_id: key_id.to_string(), entity_id: entity_id.to_string() };
         let source = Source::Calculate { idempotency_key: idempotency_key.clone() };
         let mut job = Job { payer, entries: vec![entry], source, now_ms };
         if let Err(refusal) = self.prepare_job(&mut job).await {

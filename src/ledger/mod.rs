@@ -18,7 +18,7 @@ pub mod report;
 
 pub use alerts::{alerts_from, with_alerts};
 pub use batch::{Answer, Entry, EntryOutcome, Job, Ledger, Recorded, Source};
-pub use entry::EXTRA_FIELDS;
+pub use entry::{Read, Reader, EXTRA_FIELDS};
 
 use crate::store::limits::CounterHit;
 use crate::store::StoreError;

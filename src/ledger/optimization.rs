@@ -10,11 +10,11 @@ use rust_decimal::Decimal;
 use serde_json::{Map, Value};
 
 use super::alerts::{alerts, nexus_of};
-use super::EXTRA_FIELDS;
+use super::{Reader, EXTRA_FIELDS};
 use crate::billing::{self, Product};
 use crate::clock::{day_start_ms, utc_date};
 use crate::engine::missing::{what_if, WhatIf};
-use crate::engine::{parse_request, Input};
+use crate::engine::Input;
 use crate::plans::{Plan, Plans};
 use crate::rules::registry::{in_force, Registry};
 use crate::store::entity::{entity, transaction, vendor_ytd};
@@ -104,13 +104,15 @@ fn decimal(v: &Value) -> Option<Decimal> {
     }
 }
 
-/// Runs the report for `account` at `now_ms`, counting the run against its plan's monthly allowance.
+/// Runs the report for `account` at `now_ms`, counting the run against its plan's monthly allowance; `read` reads a
+/// stored request body as the API reads one.
 pub async fn run<'p>(
     store: &Store,
     registry: &Registry,
     plans: &'p Plans,
     account: &entity::Model,
     now_ms: i64,
+    read: Reader,
 ) -> Result<Findings<'p>, Refused> {
     let today = utc_date(now_ms);
     let plan = billing::plan(plans, account, Product::Tax, now_ms);
@@ -136,7 +138,7 @@ pub async fn run<'p>(
             u.sales += row.amount.parse::<Decimal>().unwrap_or_default();
             u.tax += t;
         }
-        if let Some((amount, w)) = again(registry, row, nexus.as_ref()) {
+        if let Some((amount, w)) = again(registry, row, nexus.as_ref(), read) {
             add_facts(&mut facts, &w);
             if conservative.len() < LISTED {
                 conservative.push(Conservative { row: row.clone(), amount, what_if: w });
@@ -149,12 +151,12 @@ pub async fn run<'p>(
 
 /// The row determined again as of its date with the account's nexus, and with each fact the answer assumed declared
 /// value by value; `None` when the answer assumed nothing (or the row cannot be determined again).
-fn again(registry: &Registry, row: &transaction::Model, nexus: Option<&BTreeMap<usize, bool>>) -> Option<(Decimal, WhatIf)> {
+fn again(registry: &Registry, row: &transaction::Model, nexus: Option<&BTreeMap<usize, bool>>, read: Reader) -> Option<(Decimal, WhatIf)> {
     let mut request: Map<String, Value> = serde_json::from_str(&row.request).ok()?;
     for f in EXTRA_FIELDS {
         request.remove(*f);
     }
-    let request = parse_request(&Value::Object(request)).ok()?;
+    let request = read(&Value::Object(request)).ok()?;
     let input = Input { request: &request, nexus, vendor_ytd: None, as_of: utc_date(row.created_at) };
     let w = what_if(registry, &input).ok()?;
     (!w.missing.is_empty()).then_some((request.amount, w))

@@ -381,7 +381,7 @@ async fn two_keys_of_one_account_in_one_batch_share_its_nexus(app: TestApp) {
 fn per_call_job(app: &TestApp, entity_id: &str, amount: u32, counterparty: &str) -> levy::ledger::Job {
     use levy::ledger::{Entry, Job, Payer, Source};
     let raw = json!({"amount": amount, "buyer_state": "TX", "counterparty_id": counterparty});
-    let request = levy::engine::parse_request(&raw).unwrap();
+    let request = levy::api::schema::calculate::read_request(&raw).unwrap();
     let entry = Entry::new(request, raw, String::new(), None, None);
     Job {
         payer: Payer::PerCall { entity_id: entity_id.into(), mode: "x402" },

@@ -4,7 +4,7 @@ use poem_openapi::{Object, Union};
 use std::collections::BTreeMap;
 
 use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
-use poem_openapi::types::{ParseResult, Type};
+use poem_openapi::types::{ParseFromJSON, ParseResult, Type};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -14,8 +14,10 @@ use super::param;
 /// A JSON object whose keys are described in the field's documentation.
 pub type Obj = BTreeMap<String, Value>;
 
+use crate::engine::{FieldError, Request};
 use crate::listed_enum;
 use crate::rules::schema as engine;
+use crate::rules::schema::Fact;
 
 listed_enum!(
     /// US state or DC, two letters.
@@ -72,8 +74,8 @@ pub struct CustomSoftwareAttestation {
 #[derive(Object)]
 #[oai(deny_unknown_fields)]
 pub struct ItemizedAmounts {
-    pub updates: f64,
-    pub support: f64,
+    pub updates: param::Dollars,
+    pub support: param::Dollars,
 }
 
 /// Software-maintenance facts; each missing fact is answered conservatively (advisory SOFTWARE_MAINTENANCE_LEG).
@@ -110,8 +112,7 @@ pub struct CalculateRequest {
     pub role: Option<Role>,
     /// USD, greater than 0 and at most 100000000. Decimal strings such as "100.50" are accepted and normalised.
     /// Amounts keep 28 decimal places (cut toward zero), so the smallest is 0.0000000000000000000000000001.
-    #[oai(validator(minimum(value = "0.0000000000000000000000000001"), maximum(value = "100000000")))]
-    pub amount: f64,
+    pub amount: param::Amount,
     pub buyer_state: StateCode,
     /// Two-letter code (upper case) or empty.
     pub seller_state: Option<super::param::StateCodeOrEmpty>,
@@ -152,10 +153,152 @@ pub struct CalculateRequest {
     /// this field: state → {hasNexus}.
     pub nexus_override: Option<super::param::StateMap<NexusOverrideEntry>>,
     /// Demo calls only: the counterparty's year-to-date payments before this one (at least 0).
-    #[oai(validator(minimum(value = "0")))]
-    pub vendor_ytd_override: Option<f64>,
+    pub vendor_ytd_override: Option<param::Dollars>,
     /// Buyer role: true means the seller already collected (use tax 0); false means the buyer self-assesses.
     pub seller_remitting: Option<bool>,
+}
+
+/// A calculate request body read through [`CalculateRequest`]: checked against the schema the document shows
+/// (`api::conform`, every problem at once), parsed, and taken into the engine's request. The caller's own words
+/// (the classification facts it declared) are echoed from `body` as sent.
+pub fn read_request(body: &Value) -> Result<Request, Vec<FieldError>> {
+    let mut checked = body.clone();
+    let errors = crate::api::conform::contract::<CalculateRequest>().check(&mut checked);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    CalculateRequest::read_checked(checked, body)
+}
+
+/// The facts declared with a request that its answer echoes (`classification_facts`), in the answer's order.
+const ECHOED: [&str; 8] = [
+    "is_b2b",
+    "includes_prewritten_software_access",
+    "use_context",
+    "digital_content_type",
+    "payment_provider_type",
+    "it_support_scope",
+    "custom_software_attestation",
+    "maintenance_contract",
+];
+
+impl CalculateRequest {
+    /// A body `api::conform` has found good (`checked`, as the check left it) parsed and taken into the engine's
+    /// request; `sent` is the body as sent.
+    pub fn read_checked(checked: Value, sent: &Value) -> Result<Request, Vec<FieldError>> {
+        let typed = <CalculateRequest as ParseFromJSON>::parse_from_json(Some(checked))
+            .map_err(|e| vec![FieldError { field: "body".into(), message: e.into_message() }])?;
+        typed.into_request(sent.as_object().unwrap_or(&serde_json::Map::new()))
+    }
+
+    /// The engine's request. The schema has stated every field's type, values and bounds; what remains is the rule
+    /// across fields (a maintenance contract's itemized parts add up to the amount).
+    fn into_request(self, sent: &serde_json::Map<String, Value>) -> Result<Request, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let amount = param::exact(&self.amount.0).unwrap_or_default();
+        let state = |code: &str, field: &str, errors: &mut Vec<FieldError>| {
+            let i = engine::state_index(&code.to_ascii_uppercase());
+            if i.is_none() {
+                errors.push(FieldError { field: field.into(), message: format!("`{code}` is not a state code") });
+            }
+            i
+        };
+        let buyer_state = state(&self.buyer_state.0, "buyer_state", &mut errors).unwrap_or_default();
+        let mut r = Request::new(amount, buyer_state, self.counterparty_id.text().to_string());
+        r.seller_state =
+            self.seller_state.as_ref().map(|s| s.text()).filter(|s| !s.is_empty()).and_then(|s| state(s, "seller_state", &mut errors));
+        if let Some(s) = r.seller_state {
+            r.facts.set(Fact::seller_state, s as u16);
+            r.facts.set_bool(Fact::intrastate, s == buyer_state);
+        }
+        let zip = |z: Option<param::ZipOrEmpty>| z.map(|z| z.text().to_string()).filter(|z| !z.is_empty());
+        (r.buyer_zip, r.seller_zip) = (zip(self.buyer_zip), zip(self.seller_zip));
+        if self.work_type.is_some() {
+            r.facts.set(Fact::work_type_source, 0);
+        }
+        let mut listed = vec![
+            (Fact::role, self.role.map(|v| v.0)),
+            (Fact::transaction_type, self.transaction_type.map(|v| v.0)),
+            (Fact::work_type, self.work_type.map(|v| v.0)),
+            (Fact::use_context, self.use_context.map(|v| v.0)),
+            (Fact::digital_content_type, self.digital_content_type.map(|v| v.0)),
+            (Fact::payment_provider_type, self.payment_provider_type.map(|v| v.0)),
+            (Fact::it_support_scope, self.it_support_scope.map(|v| v.0)),
+            (Fact::marketplace_role, self.marketplace_role.map(|v| v.0)),
+        ];
+        let mut flags =
+            vec![(Fact::is_b2b, self.is_b2b), (Fact::includes_prewritten_software_access, self.includes_prewritten_software_access)];
+        if let Some(a) = self.custom_software_attestation {
+            r.has_attestation = true;
+            listed.extend([(Fact::deliverable, a.deliverable.map(|v| v.0)), (Fact::delivery, a.delivery.map(|v| v.0))]);
+            flags.extend([
+                (Fact::written_for_buyer, a.written_for_buyer),
+                (Fact::not_offered_to_others, a.not_offered_to_others),
+                (Fact::is_modification_of_prewritten, a.is_modification_of_prewritten),
+                (Fact::separately_stated_charge, a.separately_stated_charge),
+                (Fact::all_rights_transferred, a.all_rights_transferred),
+                (Fact::il_requirements_analysis_and_adaptation, a.il_requirements_analysis_and_adaptation),
+                (Fact::il_assembled_modules_50pct, a.il_assembled_modules_50pct),
+            ]);
+        }
+        if let Some(m) = self.maintenance_contract {
+            listed.extend([(Fact::update_delivery, m.update_delivery.map(|v| v.0)), (Fact::support_kind, m.support_kind.map(|v| v.0))]);
+            flags.extend([
+                (Fact::mandatory, m.mandatory),
+                (Fact::includes_upgrades, m.includes_upgrades),
+                (Fact::includes_support, m.includes_support),
+                (Fact::separately_itemized, m.separately_itemized),
+                (Fact::business_use, m.business_use),
+                (Fact::seller_sold_software, m.seller_sold_software),
+            ]);
+            if let Some(i) = m.itemized_amounts {
+                let (u, s) = (param::exact(&i.updates.0).unwrap_or_default(), param::exact(&i.support.0).unwrap_or_default());
+                if u + s == amount {
+                    r.itemized = Some((u, s));
+                } else {
+                    let message = format!("updates + support must equal amount ({u} + {s} ≠ {amount})");
+                    errors.push(FieldError { field: "maintenance_contract.itemized_amounts".into(), message });
+                }
+            }
+        }
+        for (fact, value) in listed {
+            let Some(value) = value else { continue };
+            match fact.def().kind.index_of(&value) {
+                Some(i) => r.facts.set(fact, i),
+                None => {
+                    errors.push(FieldError { field: fact.name().into(), message: format!("`{value}` is not a value of {}", fact.name()) })
+                }
+            }
+        }
+        for (fact, value) in flags {
+            if let Some(b) = value {
+                r.facts.set_bool(fact, b);
+            }
+        }
+        r.description = self.description.unwrap_or_default();
+        r.exemption_certificate = self.exemption_certificate.filter(|c| !c.trim().is_empty());
+        if r.exemption_certificate.is_some() {
+            r.facts.set_bool(Fact::has_exemption_certificate, true);
+        }
+        if let Some(n) = self.nexus_override {
+            let mut map = BTreeMap::new();
+            for (code, entry) in n.0 {
+                if let Some(i) = state(&code, &format!("nexus_override.{code}"), &mut errors) {
+                    map.insert(i, entry.has_nexus);
+                }
+            }
+            r.nexus_override = Some(map);
+        }
+        r.vendor_ytd_override = self.vendor_ytd_override.and_then(|v| param::exact(&v.0));
+        r.seller_remitting = self.seller_remitting;
+        r.classification_facts =
+            ECHOED.iter().filter_map(|k| sent.get(*k).filter(|v| !v.is_null()).map(|v| (k.to_string(), v.clone()))).collect();
+        if errors.is_empty() {
+            Ok(r)
+        } else {
+            Err(errors)
+        }
+    }
 }
 
 // The responses. Their fields are in the order the engine's renderer (`crate::engine::render`) writes them, and

@@ -31,7 +31,7 @@ pub struct IngestRecord {
     pub metadata: Option<Obj>,
 }
 
-/// The body of ingest, for the document (the engine's parser reads it): one record, or an array of 1 to
+/// The body of ingest, for the document (`api::ledger` reads each record against `IngestRecord`): one record, or an array of 1 to
 /// [`MAX_BATCH`] records. Written by hand because a derived `Union` types every body it documents as an object,
 /// which an array is not.
 pub struct IngestBody;

@@ -1,9 +1,8 @@
 //! The request and response types. They generate the OpenAPI document; request bodies are checked against
 //! these schemas and parsed into them (`api::conform`, every field error at once), and responses are built as
-//! them. Calculate and ingest bodies are read by the engine's own parser (`crate::engine::request`) and
-//! answered by its renderer (`crate::engine::render`), the hot path; `api::calculate_contract` proves the
-//! parser agrees with `CalculateRequest` and the renderer writes what `FullCalculation`, `DemoCalculation` and
-//! `NexusAlert` write, byte for byte.
+//! them. Calculate and ingest bodies are read the same way into the engine's request (`calculate::read_request`)
+//! and answered by the engine's renderer (`crate::engine::render`), the hot path; `api::calculate_contract` proves
+//! the renderer writes what `FullCalculation`, `DemoCalculation` and `NexusAlert` write, byte for byte.
 
 pub mod accounts;
 pub mod billing;

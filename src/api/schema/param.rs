@@ -427,14 +427,11 @@ documented!(
 impl Rate {
     /// The rate, exactly as sent (`None` only for a value the check refuses).
     pub fn decimal(&self) -> Option<rust_decimal::Decimal> {
-        crate::engine::validate::Checker::default().decimal("rate", Some(&self.0))
+        exact(&self.0)
     }
 }
 
-/// The exact decimal of a JSON number (or decimal string), as `api::conform` checked it; `None` for anything else.
-pub fn exact(v: &serde_json::Value) -> Option<rust_decimal::Decimal> {
-    crate::engine::validate::Checker::default().decimal("value", Some(v))
-}
+pub use crate::api::conform::exact;
 
 documented!(
     /// A quantity: greater than 0, at most 1000000000000, at most 8 decimal places (more is refused, never rounded). A decimal string is accepted.
@@ -444,6 +441,16 @@ documented!(
         multiple_of: Some(0.00000001),
         ..MetaSchema::new("number")
     }
+);
+
+documented!(
+    /// USD, greater than 0 and at most 100000000, read exactly as sent. A decimal string is accepted.
+    Amount => MetaSchema { minimum: Some(0.0), exclusive_minimum: Some(true), maximum: Some(1e8), ..MetaSchema::new("number") }
+);
+
+documented!(
+    /// USD, 0 or more, read exactly as sent. A decimal string is accepted.
+    Dollars => MetaSchema { minimum: Some(0.0), ..MetaSchema::new("number") }
 );
 
 documented!(

@@ -80,7 +80,7 @@ fn version(v: &str) -> Vec<u64> {
 
 /// The case's request determined as `levy rules test` does.
 fn run(reg: &Registry, case: &Case) -> Option<Determination> {
-    let req = engine::parse_request(&case.request).ok()?;
+    let req = crate::api::schema::calculate::read_request(&case.request).ok()?;
     let nexus: Option<BTreeMap<usize, bool>> = case.nexus.as_ref().map(|v| v.iter().map(|s| (*s, true)).collect());
     let nexus = req.nexus_override.clone().or(nexus);
     engine::determine(reg, &engine::Input { request: &req, nexus: nexus.as_ref(), vendor_ytd: case.vendor_ytd, as_of: case.as_of }).ok()

@@ -197,7 +197,7 @@ impl Comparison<'_> {
     /// One request on each of its days; each run of days with the same difference joins a group. A request into
     /// a ZIP code whose rule does not change is grouped by what its local taxes do, its rule a dimension.
     fn run(&mut self, s: usize, body: &Value, dates: &[NaiveDate], local: bool) {
-        let Ok(req) = engine::parse_request(body) else { return };
+        let Ok(req) = crate::api::schema::calculate::read_request(body) else { return };
         let mut effects: Vec<Option<Effect>> = vec![];
         for day in dates {
             self.evaluations += 1;
@@ -243,7 +243,7 @@ impl Comparison<'_> {
         let mut out = vec![];
         for tt in TRANSACTION_TYPES {
             let body = json!({"amount": AMOUNT, "buyer_state": state_code(s), "transaction_type": tt, "counterparty_id": "diff"});
-            let Ok(req) = engine::parse_request(&body) else { continue };
+            let Ok(req) = crate::api::schema::calculate::read_request(&body) else { continue };
             for day in days {
                 for reg in [self.old, self.new] {
                     let Some(d) = self.determine(reg, &req, *day) else { continue };
