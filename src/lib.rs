@@ -1,6 +1,7 @@
 //! levy: US sales and use tax rules as dated, cited data, the engine that evaluates them, and its REST API.
 #![forbid(unsafe_code)]
 
+pub mod accounts;
 pub mod api;
 pub mod billing;
 pub mod blog;

@@ -8,13 +8,14 @@ use std::path::{Path, PathBuf};
 const FORBIDDEN: &[(&str, &[&str], &str)] = &[
     (
         "store",
-        &["rules", "engine", "billing", "payments", "api", "ledger", "gains", "trades", "cli", "partners"],
+        &["rules", "engine", "billing", "payments", "api", "ledger", "gains", "trades", "cli", "partners", "accounts"],
         "1: the store stores and reads rows; it knows no tax law, no billing policy, no payment protocol",
     ),
     ("engine", &["store", "api", "ledger", "billing", "payments", "trades", "cli"], "2: the engine knows no HTTP and no database"),
     ("gains", &["store", "api", "ledger", "billing", "payments", "trades", "cli"], "2: gains accounting knows no HTTP and no database"),
     ("trades", &["api", "cli", "payments", "ledger"], "5: recording a trade knows no HTTP"),
     ("partners", &["api", "cli", "payments", "ledger"], "5: the partner program knows no HTTP"),
+    ("accounts", &["api", "cli", "payments", "ledger"], "5: signing up and logging in know no HTTP"),
     ("ledger", &["api", "cli", "payments"], "5: the ledger's write path knows no HTTP (and a paid call records through it)"),
     ("payments", &["api", "cli"], "5: the payment protocols know no HTTP handler"),
     (

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use chrono::{Datelike, TimeZone, Utc};
 use poem_openapi::types::ToJSON;
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::Value;
 
 use super::auth::SessionAuth;
 use super::context::client_ip;
@@ -19,16 +18,14 @@ use super::schema::accounts::{
 use super::schema::billing::PlanStanding;
 use super::schema::number::{Exact, Usd};
 use super::{ApiTags, AppState};
+use crate::accounts::{self, NewAccount, Refused};
+use crate::billing::Standing;
 use crate::clock::iso;
 use crate::error_responses;
-use crate::security::{check_login_password, hash_password, new_id, new_session_token, sha256_hex};
-use crate::store::entity::{agent, api_key, entity, session};
-use crate::store::{decimal, StoreError};
+use crate::store::decimal;
+use crate::store::entity::agent;
 
 pub struct AccountsApi(pub Arc<AppState>);
-
-/// Dashboard sessions last a week.
-pub const SESSION_LIFETIME_MS: i64 = 7 * 24 * 3600 * 1000;
 
 #[derive(ApiResponse)]
 #[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
@@ -88,33 +85,8 @@ error_responses!(AgentErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-/// A valid signup; `account.password_hash` is filled in by [`blocking`] hashing once the signup limit allows it.
-struct Signup {
-    account: entity::Model,
-    agent: agent::Model,
-    password: String,
-    /// The first agent's network profile, when the signup joins the network.
-    profile: Option<crate::store::entity::network_profile::Model>,
-}
-
-/// Argon2 work, off the request threads (it takes tens of milliseconds of CPU by design).
-pub(crate) async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(work).await.map_err(ApiError::internal)
-}
-
-/// What JSON Schema cannot say of a signup, after the typed parse: the forms values are stored in.
-fn parse_signup(req: SignupRequest, state: &AppState, now: i64) -> Result<Signup, ApiError> {
-    let email = req.email.text().trim().to_ascii_lowercase();
-    let password = req.password;
-    let agent_name = req.agent_name;
-    let work_type = req.agent_work_type.0;
-    let description = req.agent_description.unwrap_or_default();
-    let company = req.company_name.unwrap_or_default();
-    let st = req.state.map(|s| s.text().to_ascii_uppercase()).unwrap_or_default();
-    let ein_digits = req.ein.map(|e| e.text().replace('-', "")).filter(|d| !d.is_empty());
-    let est_volume = req.est_volume.unwrap_or_default();
-    let join_network = req.join_network.unwrap_or(false);
-    let visibility = req.network_visibility.map_or("public", |v| v.as_str()).to_string();
+/// A signup body in the forms its values are stored in; what JSON Schema cannot say of it.
+fn new_account(req: SignupRequest) -> NewAccount {
     // Only the attribution fields sent, as before.
     let utm = req.utm.and_then(|u| u.to_json()).map(|mut u| {
         if let Some(o) = u.as_object_mut() {
@@ -122,52 +94,31 @@ fn parse_signup(req: SignupRequest, state: &AppState, now: i64) -> Result<Signup
         }
         u
     });
-    let ein_ciphertext = match ein_digits {
-        Some(d) => Some(state.data_key.encrypt(&d).map_err(ApiError::internal)?),
-        None => None,
-    };
-    let id = new_id("ent");
-    let agent_id = new_id("agt");
-    // Joining the network: the first agent's profile, under its agent id, with what the signup says of it.
-    let profile = join_network.then(|| {
-        let name = if company.is_empty() { agent_name.clone() } else { company.clone() };
-        let (state, work) = (st.clone(), Some(work_type.clone()));
-        crate::store::entity::network_profile::Model::new(
-            agent_id.clone(),
-            id.clone(),
-            name,
-            state,
-            visibility.clone(),
-            description.clone(),
-            work,
-            now,
-        )
-    });
-    Ok(Signup {
-        password,
-        profile,
-        agent: agent::Model {
-            id: agent_id,
-            entity_id: id.clone(),
-            name: agent_name.clone(),
-            work_type: work_type.clone(),
-            description: description.clone(),
-            created_at: now,
-        },
-        account: entity::Model {
-            agent_name,
-            agent_work_type: work_type,
-            agent_description: description,
-            company_name: company,
-            state: st,
-            ein_ciphertext,
-            est_volume,
-            join_network,
-            network_visibility: visibility,
-            utm: utm.unwrap_or_else(|| Value::Object(Default::default())).to_string(),
-            ..entity::Model::new(id, email, now)
-        },
-    })
+    NewAccount {
+        email: req.email.text().trim().to_ascii_lowercase(),
+        password: req.password,
+        agent_name: req.agent_name,
+        work_type: req.agent_work_type.0,
+        description: req.agent_description.unwrap_or_default(),
+        company: req.company_name.unwrap_or_default(),
+        state: req.state.map(|s| s.text().to_ascii_uppercase()).unwrap_or_default(),
+        ein_digits: req.ein.map(|e| e.text().replace('-', "")).filter(|d| !d.is_empty()),
+        est_volume: req.est_volume.unwrap_or_default(),
+        join_network: req.join_network.unwrap_or(false),
+        visibility: req.network_visibility.map_or("public", |v| v.as_str()).to_string(),
+        utm,
+    }
+}
+
+impl From<Refused> for ApiError {
+    fn from(r: Refused) -> ApiError {
+        match r {
+            Refused::EmailTaken => ApiError::conflict("an account with this email already exists; log in instead"),
+            Refused::WrongCredentials => ApiError::unauthorized("wrong email or password"),
+            Refused::Internal(m) => ApiError::internal(m),
+            Refused::Store(e) => e.into(),
+        }
+    }
 }
 
 pub fn agent_view(a: &agent::Model) -> Agent {
@@ -189,28 +140,16 @@ impl AccountsApi {
     #[oai(path = "/auth/signup", method = "post", operation_id = "signup")]
     async fn signup(&self, body: Body<SignupRequest>) -> Result<SignupResponses, SignupErrors> {
         let s = &self.0;
-        let now = s.clock.now_ms();
-        let mut parsed = parse_signup(body.parse()?, s, now)?;
+        let new = new_account(body.parse()?);
         s.check_signup(&client_ip()).await?;
-        let password = std::mem::take(&mut parsed.password);
-        parsed.account.password_hash = blocking(move || hash_password(&password)).await?.map_err(ApiError::internal)?;
-        let (raw_key, key_row) = api_key::Model::fresh(&parsed.account.id, "Default", now);
-        let (entity_id, agent_id) = (parsed.account.id.clone(), parsed.agent.id.clone());
-        let profile = parsed.profile.as_ref().map(|p| JoinedProfile { agent_id: p.agent_id.clone(), visibility: p.visibility.clone() });
-        match s.store.create_account(parsed.account, parsed.agent, key_row.clone(), parsed.profile).await {
-            Ok(()) => {}
-            Err(StoreError::Conflict(_)) => {
-                return Err(ApiError::conflict("an account with this email already exists; log in instead").into())
-            }
-            Err(e) => return Err(ApiError::from(e).into()),
-        }
+        let done = accounts::sign_up(&s.store, &s.data_key, new, s.clock.now_ms()).await.map_err(ApiError::from)?;
         let out = SignupResponse {
             success: true,
-            entity_id,
-            agent_id,
+            entity_id: done.entity_id,
+            agent_id: done.agent_id,
             plan: "free".into(),
-            network_profile: profile,
-            api_key: key_view(&raw_key, &key_row),
+            network_profile: done.profile.map(|(agent_id, visibility)| JoinedProfile { agent_id, visibility }),
+            api_key: key_view(&done.raw_key, &done.key),
             next_steps: [
                 "Store the API key now: it is shown only once.",
                 "Tell levy where you have nexus: POST /api/v1/nexus {\"nexus\": {\"TX\": {\"hasNexus\": true}}}; until then seller calls return total_tax 0 with tax_if_nexus.",
@@ -232,31 +171,14 @@ impl AccountsApi {
         let email = email.trim().to_ascii_lowercase();
         let ip = client_ip();
         s.check_login(&email, &ip).await?;
-        let account = s.store.entity_by_email(&email).await.map_err(ApiError::from)?;
-        let stored = account.as_ref().map(|a| a.password_hash.clone());
-        let opened = blocking(move || check_login_password(&password, stored.as_deref())).await?;
-        let Some(account) = account.filter(|_| opened) else {
-            return Err(ApiError::unauthorized("wrong email or password").into());
-        };
+        let session = accounts::log_in(&s.store, &email, password, s.clock.now_ms()).await.map_err(ApiError::from)?;
         s.login_succeeded(&email, &ip).await?;
-        let now = s.clock.now_ms();
-        let token = new_session_token();
-        let expires = now + SESSION_LIFETIME_MS;
-        s.store
-            .insert_session(session::Model {
-                token_hash: sha256_hex(token.as_bytes()),
-                entity_id: account.id.clone(),
-                created_at: now,
-                expires_at: expires,
-            })
-            .await
-            .map_err(ApiError::from)?;
         let out = LoginResponse {
             success: true,
-            session_token: token,
+            session_token: session.token,
             token_type: "Bearer".into(),
-            expires_at: iso(expires),
-            entity_id: account.id,
+            expires_at: iso(session.expires_at),
+            entity_id: session.entity_id,
         };
         Ok(LoginResponses::Ok(Json(out)))
     }
@@ -266,31 +188,21 @@ impl AccountsApi {
     async fn me(&self, auth: SessionAuth) -> Result<MeResponses, MeErrors> {
         let s = &self.0;
         let account = s.session(&auth).await?;
-        let agents = s.store.agents(&account.id).await.map_err(ApiError::from)?;
-        let keys = s.store.keys(&account.id).await.map_err(ApiError::from)?;
         let now_ms = s.clock.now_ms();
-        let month_ms = crate::billing::month_start_ms(now_ms);
-        let counts = crate::billing::month_counts(&s.store, &account.id, month_ms).await.map_err(ApiError::from)?;
-        let statement = crate::billing::Statement::new(&s.plans, &account, month_ms, now_ms, &counts);
+        let o = accounts::overview(&s.store, &s.plans, &account, now_ms).await.map_err(ApiError::from)?;
+        let (statement, standing) = (&o.statement, o.standing);
         // The tax plan's line: the figures `usage` has always given.
         let (tax_plan, calls, included, overage_calls) =
             statement.lines.first().map_or((String::new(), 0, None, 0), |l| (l.plan.clone(), l.calls, l.included, l.overage_calls));
         let included = included.unwrap_or(i64::MAX);
-        let standing = crate::billing::Standing::of(&account, now_ms);
-        let recent = s.store.recent_transactions(&account.id, 10).await.map_err(ApiError::from)?;
-        let trades = s
-            .store
-            .list_trades(&account.id, &crate::store::gains::TradeFilter { limit: 10, ..Default::default() })
-            .await
-            .map_err(ApiError::from)?;
-        let now = Utc.timestamp_millis_opt(s.clock.now_ms()).single().unwrap_or_else(Utc::now);
+        let now = Utc.timestamp_millis_opt(now_ms).single().unwrap_or_else(Utc::now);
         let out = MeResponse {
             success: true,
             plans: PlanStanding {
                 tax_plan: account.plan.clone(),
                 gains_plan: account.gains_plan.clone(),
                 status: standing.status().to_string(),
-                past_due_since: account.past_due_since.filter(|_| standing != crate::billing::Standing::Active).map(iso),
+                past_due_since: account.past_due_since.filter(|_| standing != Standing::Active).map(iso),
                 grace_ends_at: standing.grace_ends_at().map(iso),
             },
             entity: AccountView {
@@ -305,8 +217,8 @@ impl AccountsApi {
                 network_visibility: account.network_visibility,
                 nexus_configured: account.nexus_configured,
             },
-            agents: agents.iter().map(agent_view).collect(),
-            keys: keys.iter().map(super::keys::summary).collect(),
+            agents: o.agents.iter().map(agent_view).collect(),
+            keys: o.keys.iter().map(super::keys::summary).collect(),
             usage: Usage {
                 month: format!("{:04}-{:02}", now.year(), now.month()),
                 plan: tax_plan,
@@ -314,10 +226,11 @@ impl AccountsApi {
                 included,
                 overage_calls,
                 remaining: (included - calls).max(0),
-                products: super::billing::usage_lines(&statement),
+                products: super::billing::usage_lines(statement),
                 overage_usd: crate::billing::money(statement.overage_usd()),
             },
-            recent_transactions: recent
+            recent_transactions: o
+                .recent_transactions
                 .into_iter()
                 .map(|t| RecentTransaction {
                     transaction_id: t.id,
@@ -330,7 +243,8 @@ impl AccountsApi {
                     total_tax: Usd::cents(decimal(&t.total_tax)),
                 })
                 .collect(),
-            recent_trades: trades
+            recent_trades: o
+                .recent_trades
                 .into_iter()
                 .map(|t| RecentTrade {
                     trade_id: t.id,
@@ -354,8 +268,7 @@ impl AccountsApi {
         let req = body.parse()?;
         let (name, description) = (req.agent_name, req.description.unwrap_or_default());
         let work_type = req.work_type.map_or_else(|| "compute".to_string(), |w| w.0);
-        let a = agent::Model { id: new_id("agt"), entity_id: account.id, name, work_type, description, created_at: s.clock.now_ms() };
-        s.store.insert_agent(a.clone()).await.map_err(ApiError::from)?;
+        let a = accounts::add_agent(&s.store, &account.id, name, work_type, description, s.clock.now_ms()).await.map_err(ApiError::from)?;
         Ok(AgentResponses::Created(Json(AgentCreated { success: true, agent: agent_view(&a) })))
     }
 }
