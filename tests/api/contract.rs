@@ -334,9 +334,9 @@ async fn documented_request_enums_are_the_validated_lists() {
 async fn documented_constraints_are_the_checked_ones() {
     let app = TestApp::start(Backend::Sqlite).await.unwrap();
     let doc: Value = serde_json::from_str(&levy::api::openapi_json(app.state.clone())).unwrap();
-    // An amount is greater than 0 (one past the 28 decimal places kept is cut toward zero, so refused).
-    let amount = &schema(&doc, "CalculateRequest")["properties"]["amount"];
-    assert_eq!((amount["minimum"].as_f64(), amount["exclusiveMinimum"].as_bool()), (Some(0.0), Some(true)));
+    // The smallest amount is the smallest kept (28 decimal places, cut toward zero).
+    let min = schema(&doc, "CalculateRequest")["properties"]["amount"]["minimum"].as_f64().unwrap();
+    assert_eq!(min, format!("1e-{}", levy::api::conform::MAX_SCALE).parse::<f64>().unwrap());
     // The asset symbol: the body's attribute and the query parameter's agree.
     let symbol = levy::api::schema::pattern::SYMBOL_PATTERN;
     assert_eq!(schema(&doc, "TradeBody")["properties"]["asset_symbol"]["pattern"], json!(symbol));

@@ -444,8 +444,9 @@ documented!(
 );
 
 documented!(
-    /// USD, greater than 0 and at most 100000000, read exactly as sent. A decimal string is accepted.
-    Amount => MetaSchema { minimum: Some(0.0), exclusive_minimum: Some(true), maximum: Some(1e8), ..MetaSchema::new("number") }
+    /// USD, greater than 0 and at most 100000000, read exactly as sent. A decimal string is accepted. Amounts keep 28
+    /// decimal places (cut toward zero), so the smallest is 0.0000000000000000000000000001 (`api::conform::MAX_SCALE`).
+    Amount => MetaSchema { minimum: Some(1e-28), maximum: Some(1e8), ..MetaSchema::new("number") }
 );
 
 documented!(
