@@ -293,6 +293,10 @@ impl Contract {
                 return err(out, path, format!("must be greater than {m}"));
             }
             if d < m {
+                // The smallest decimal kept as a minimum: nothing lies between it and 0 (an amount).
+                if m == Decimal::new(1, MAX_SCALE) {
+                    return err(out, path, "must be greater than 0");
+                }
                 return err(out, path, format!("must be at least {m}"));
             }
         }
