@@ -19,6 +19,7 @@ use rust_decimal::Decimal;
 use serde_json::Value;
 
 use super::error::ApiError;
+use crate::engine::money::{exact, MAX_SCALE};
 use crate::engine::FieldError;
 use crate::rules::diag::did_you_mean;
 
@@ -275,7 +276,7 @@ impl Contract {
             Value::String(t) if !whole => t.trim().to_string(),
             _ => return err(out, path, if whole { "must be a whole number" } else { "must be a number" }),
         };
-        let Some(d) = decimal(&text) else {
+        let Some(d) = exact(v) else {
             return err(
                 out,
                 path,
@@ -329,57 +330,6 @@ impl Contract {
             }
         }
     }
-}
-
-/// The exact decimal of a JSON number (or decimal string), normalised: how every number of a request is read, never
-/// through a binary float. `None` for anything else (the check refuses it).
-pub fn exact(v: &Value) -> Option<Decimal> {
-    match v {
-        Value::Number(n) => decimal(&n.to_string()),
-        Value::String(s) => decimal(s.trim()),
-        _ => None,
-    }
-}
-
-/// A decimal number's text (plain or in exponent form) as a decimal, normalised.
-fn decimal(text: &str) -> Option<Decimal> {
-    let parsed = if text.contains(['e', 'E']) {
-        Decimal::from_scientific(text).ok().or_else(|| beyond_scale(text))
-    } else {
-        text.parse::<Decimal>().ok()
-    };
-    parsed.map(|d| d.normalize())
-}
-
-/// The most decimal places an amount keeps.
-pub const MAX_SCALE: u32 = 28;
-
-/// A finite number in exponent form with more decimal places than [`MAX_SCALE`] (`5e-324`, `1.25e-30`), cut
-/// to that many toward zero: what the spec allows ("a number greater than 0") is read, not refused as
-/// unreadable, and a bound is then checked on the value kept.
-fn beyond_scale(text: &str) -> Option<Decimal> {
-    let (mantissa, exponent) = text.split_once(['e', 'E'])?;
-    let exponent: i64 = exponent.parse().ok()?;
-    let (negative, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => (true, m),
-        None => (false, mantissa.strip_prefix('+').unwrap_or(mantissa)),
-    };
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if int.is_empty() && frac.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) || !(-400..0).contains(&exponent) {
-        return None;
-    }
-    // Move the point: the digits are int ++ frac, with the point `point` digits from the left.
-    let digits = format!("{int}{frac}");
-    let point = int.len() as i64 + exponent;
-    let plain = if point <= 0 {
-        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
-    } else {
-        format!("{}.{}", &digits[..point as usize], &digits[point as usize..])
-    };
-    let (whole, places) = plain.split_once('.')?;
-    let kept = &places[..places.len().min(MAX_SCALE as usize)];
-    let value: Decimal = format!("{whole}.{}", if kept.is_empty() { "0" } else { kept }).parse().ok()?;
-    Some(if negative { -value } else { value })
 }
 
 /// The bounds an integer format implies (what the typed parse of that width accepts).

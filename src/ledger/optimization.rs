@@ -14,6 +14,7 @@ use super::{Reader, EXTRA_FIELDS};
 use crate::billing::{self, Product};
 use crate::clock::{day_start_ms, utc_date};
 use crate::engine::missing::{what_if, WhatIf};
+use crate::engine::money::exact;
 use crate::engine::Input;
 use crate::plans::{Plan, Plans};
 use crate::rules::registry::{in_force, Registry};
@@ -96,14 +97,6 @@ pub struct Vendors {
     pub near: Vec<(vendor_ytd::Model, Decimal)>,
 }
 
-fn decimal(v: &Value) -> Option<Decimal> {
-    match v {
-        Value::Number(n) => n.to_string().parse().ok(),
-        Value::String(s) => s.parse().ok(),
-        _ => None,
-    }
-}
-
 /// Runs the report for `account` at `now_ms`, counting the run against its plan's monthly allowance; `read` reads a
 /// stored request body as the API reads one.
 pub async fn run<'p>(
@@ -132,7 +125,7 @@ pub async fn run<'p>(
     let mut uncollected: BTreeMap<String, Uncollected> = BTreeMap::new();
     for row in &rows {
         let result: Value = serde_json::from_str(&row.result).unwrap_or(Value::Null);
-        if let Some(t) = result.get("tax_if_nexus").and_then(|t| decimal(&t["total_tax"])) {
+        if let Some(t) = result.get("tax_if_nexus").and_then(|t| exact(&t["total_tax"])) {
             let u = uncollected.entry(row.buyer_state.clone()).or_default();
             u.transactions += 1;
             u.sales += row.amount.parse::<Decimal>().unwrap_or_default();

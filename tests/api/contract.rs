@@ -336,7 +336,7 @@ async fn documented_constraints_are_the_checked_ones() {
     let doc: Value = serde_json::from_str(&levy::api::openapi_json(app.state.clone())).unwrap();
     // The smallest amount is the smallest kept (28 decimal places, cut toward zero).
     let min = schema(&doc, "CalculateRequest")["properties"]["amount"]["minimum"].as_f64().unwrap();
-    assert_eq!(min, format!("1e-{}", levy::api::conform::MAX_SCALE).parse::<f64>().unwrap());
+    assert_eq!(min, format!("1e-{}", levy::engine::money::MAX_SCALE).parse::<f64>().unwrap());
     // The asset symbol: the body's attribute and the query parameter's agree.
     let symbol = levy::api::schema::pattern::SYMBOL_PATTERN;
     assert_eq!(schema(&doc, "TradeBody")["properties"]["asset_symbol"]["pattern"], json!(symbol));

@@ -431,7 +431,7 @@ impl Rate {
     }
 }
 
-pub use crate::api::conform::exact;
+pub use crate::engine::money::exact;
 
 documented!(
     /// A quantity: greater than 0, at most 1000000000000, at most 8 decimal places (more is refused, never rounded). A decimal string is accepted.
@@ -445,7 +445,7 @@ documented!(
 
 documented!(
     /// USD, greater than 0 and at most 100000000, read exactly as sent. A decimal string is accepted. Amounts keep 28
-    /// decimal places (cut toward zero), so the smallest is 0.0000000000000000000000000001 (`api::conform::MAX_SCALE`).
+    /// decimal places (cut toward zero), so the smallest is 0.0000000000000000000000000001 (`engine::money::MAX_SCALE`).
     Amount => MetaSchema { minimum: Some(1e-28), maximum: Some(1e8), ..MetaSchema::new("number") }
 );
 
