@@ -133,11 +133,23 @@ pub fn agent_view(a: &agent::Model) -> Agent {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Accounts")]
 impl AccountsApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const SIGNUP_EXAMPLE: &'static str = r#"{
+        "body": {"email": "agent@example.com", "password": "correct horse battery", "agent_name": "invoice-agent", "agent_work_type": "compute"},
+        "status": 201,
+        "expect": {"/success": true, "/plan": "free"}
+    }"#;
+
     /// Create an account, its first agent and its first API key
     ///
     /// The password is stored as an argon2 hash and the EIN encrypted (AES-256-GCM). The API key is shown
     /// once, in this response only. New accounts are on the free plan (its allowance: GET /api/v1/pricing).
-    #[oai(path = "/auth/signup", method = "post", operation_id = "signup")]
+    #[oai(
+        path = "/auth/signup",
+        method = "post",
+        operation_id = "signup",
+        code_sample(lang = "json", label = "example", source = "Self::SIGNUP_EXAMPLE")
+    )]
     async fn signup(&self, body: Body<SignupRequest>) -> Result<SignupResponses, SignupErrors> {
         let s = &self.0;
         let new = new_account(body.parse()?);
@@ -163,8 +175,20 @@ impl AccountsApi {
         Ok(SignupResponses::Created(Json(out)))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const LOGIN_EXAMPLE: &'static str = r#"{
+        "body": {"email": "agent@example.com", "password": "correct horse battery"},
+        "status": 200,
+        "expect": {"/success": true, "/token_type": "Bearer"}
+    }"#;
+
     /// Log in: a session token for the dashboard routes
-    #[oai(path = "/auth/login", method = "post", operation_id = "login")]
+    #[oai(
+        path = "/auth/login",
+        method = "post",
+        operation_id = "login",
+        code_sample(lang = "json", label = "example", source = "Self::LOGIN_EXAMPLE")
+    )]
     async fn login(&self, body: Body<LoginRequest>) -> Result<LoginResponses, LoginErrors> {
         let s = &self.0;
         let LoginRequest { email, password } = body.parse()?;
@@ -183,8 +207,19 @@ impl AccountsApi {
         Ok(LoginResponses::Ok(Json(out)))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const ME_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/success": true, "/entity/plan": "free"}
+    }"#;
+
     /// The account: entity, agents, key prefixes, this month's usage, recent transactions and trades
-    #[oai(path = "/auth/me", method = "get", operation_id = "me")]
+    #[oai(
+        path = "/auth/me",
+        method = "get",
+        operation_id = "me",
+        code_sample(lang = "json", label = "example", source = "Self::ME_EXAMPLE")
+    )]
     async fn me(&self, auth: SessionAuth) -> Result<MeResponses, MeErrors> {
         let s = &self.0;
         let account = s.session(&auth).await?;
@@ -260,8 +295,20 @@ impl AccountsApi {
         Ok(MeResponses::Ok(Json(out)))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const CREATE_AGENT_EXAMPLE: &'static str = r#"{
+        "body": {"agent_name": "reconciler", "work_type": "compute"},
+        "status": 201,
+        "expect": {"/success": true, "/agent/name": "reconciler"}
+    }"#;
+
     /// Register another agent under the account
-    #[oai(path = "/auth/agents", method = "post", operation_id = "createAgent")]
+    #[oai(
+        path = "/auth/agents",
+        method = "post",
+        operation_id = "createAgent",
+        code_sample(lang = "json", label = "example", source = "Self::CREATE_AGENT_EXAMPLE")
+    )]
     async fn create_agent(&self, auth: SessionAuth, body: Body<CreateAgentRequest>) -> Result<AgentResponses, AgentErrors> {
         let s = &self.0;
         let account = s.session(&auth).await?;

@@ -1,8 +1,9 @@
 //! GET /api/v1/agents: the integration guide for software agents, as plain text. It is generated when the
 //! application is built (`api::app`) from what the service itself serves, so it cannot drift from it:
 //! - the operations, their summaries, their credentials and their error codes: the OpenAPI document;
-//! - one example per operation: `agents_examples.json`, keyed by operation id (the method and path come from
-//!   the document; a test fails when an operation has no example, and another runs every example);
+//! - one example per operation: its `code_sample` labelled `example` (`x-code-samples` in the document), written
+//!   beside the handler (a test fails when an operation has no example, and another runs every example, in the
+//!   document's order);
 //! - the limits: the service's settings (`config::Limits`) and the plans (`rules/plans.yaml`);
 //! - the engine and rule-set versions: the loaded registry.
 
@@ -20,8 +21,8 @@ use crate::plans::{thousands, Plan};
 /// Where the guide is served; errors an agent can act on link to it (`agent_guide` in the envelope).
 pub const GUIDE_PATH: &str = "/api/v1/agents";
 
-/// The examples, by operation id.
-const EXAMPLES: &str = include_str!("agents_examples.json");
+/// The label of an operation's `code_sample` that is its example.
+const EXAMPLE_LABEL: &str = "example";
 
 /// One example call of an operation, and what its answer holds.
 #[derive(Clone, Debug, Deserialize)]
@@ -50,12 +51,20 @@ pub struct Example {
     pub contains: Option<String>,
 }
 
-/// The examples file, parsed (keys in the file's order).
-pub fn examples() -> Result<Vec<(String, Example)>, String> {
-    let map: Map<String, Value> = serde_json::from_str(EXAMPLES).map_err(|e| format!("agents_examples.json: {e}"))?;
-    map.into_iter()
-        .map(|(id, v)| serde_json::from_value(v).map(|e| (id.clone(), e)).map_err(|e| format!("agents_examples.json, `{id}`: {e}")))
-        .collect()
+/// Each operation's example, by operation id, in the document's order.
+pub fn examples(doc: &Value) -> Result<Vec<(String, Example)>, String> {
+    let mut out = Vec::new();
+    for ops in doc["paths"].as_object().into_iter().flat_map(Map::values) {
+        for op in ops.as_object().into_iter().flat_map(Map::values) {
+            let id = op["operationId"].as_str().unwrap_or_default();
+            let samples = op["x-code-samples"].as_array().into_iter().flatten();
+            for source in samples.filter(|s| s["label"] == EXAMPLE_LABEL).filter_map(|s| s["source"].as_str()) {
+                let example = serde_json::from_str(source).map_err(|e| format!("the example of `{id}`: {e}"))?;
+                out.push((id.to_string(), example));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The credentials an operation takes, from its `security` in the document.
@@ -231,7 +240,7 @@ fn error_codes(doc: &Value) -> Vec<String> {
 /// The guide, from the served document `doc` (JSON text) and the state's settings, plans and rules.
 pub fn guide(doc: &str, state: &AppState) -> String {
     let doc: Value = serde_json::from_str(doc).unwrap_or_default();
-    let examples = examples().unwrap_or_default();
+    let examples = examples(&doc).unwrap_or_default();
     let plans = &state.plans;
     let limits = &state.limits;
     let free = plans.plan(crate::plans::DEFAULT_PLAN);
@@ -391,12 +400,23 @@ error_responses!(GuideErrors {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Guide")]
 impl AgentsApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const AGENTS_GUIDE_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "contains": "levy: integration guide for software agents"
+    }"#;
+
     /// Integration guide for software agents (plain text)
     ///
     /// How to authenticate (API key, session, demo; what pay-per-call modes are not yet accepted), every
     /// operation with one example request and what it answers, the limits of each plan, the error codes and
     /// when to retry. Generated from this document, the plans and the service's settings. No key needed.
-    #[oai(path = "/agents", method = "get", operation_id = "agentsGuide")]
+    #[oai(
+        path = "/agents",
+        method = "get",
+        operation_id = "agentsGuide",
+        code_sample(lang = "json", label = "example", source = "Self::AGENTS_GUIDE_EXAMPLE")
+    )]
     async fn guide(&self) -> Result<GuideResponse, GuideErrors> {
         let s = &self.0;
         let text = match s.agents_guide.get() {

@@ -134,6 +134,13 @@ pub fn usage_lines(statement: &Statement) -> Vec<UsageLine> {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Billing")]
 impl BillingApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const CREATE_CHECKOUT_EXAMPLE: &'static str = r#"{
+        "body": {"product": "tax", "tier": "growth"},
+        "status": 200,
+        "expect": {"/success": true, "/items/0/product": "tax", "/items/0/tier": "growth"}
+    }"#;
+
     /// Buy a plan: a checkout session at the payment processor
     ///
     /// `{product, tier}` buys one product's plan (`tax`: calculate and ingest; `gains`: the gains tracker's
@@ -141,7 +148,12 @@ impl BillingApi {
     /// checkout page; the account's plans change when the processor reports the payment (its billing events), and
     /// apply from the next call. On a server without a processor this is 404, and its operator sets plans with
     /// `levy accounts set-plan`.
-    #[oai(path = "/checkout", method = "post", operation_id = "createCheckout")]
+    #[oai(
+        path = "/checkout",
+        method = "post",
+        operation_id = "createCheckout",
+        code_sample(lang = "json", label = "example", source = "Self::CREATE_CHECKOUT_EXAMPLE")
+    )]
     async fn checkout(&self, auth: KeyAuth, body: Body<CheckoutRequest>) -> Result<CheckoutResponses, CheckoutErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
@@ -177,6 +189,14 @@ impl BillingApi {
         Ok(CheckoutResponses::Ok(Json(CheckoutResponse { success: true, checkout_url: session.url, session_id: session.id, items })))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const BILLING_WEBHOOK_EXAMPLE: &'static str = r#"{
+        "headers": {"Stripe-Signature": "t=1795255200,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a2c0e6ff3ebc8b3a3b1a3b8"},
+        "body": {"id": "evt_1", "object": "event", "type": "invoice.paid", "created": 1795255200, "data": {"object": {"subscription": "sub_1"}}},
+        "status": 401,
+        "expect": {"/code": "WEBHOOK_SIGNATURE_INVALID"}
+    }"#;
+
     /// The payment processor's billing events
     ///
     /// Stripe delivers its events here, signed (`Stripe-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
@@ -186,7 +206,12 @@ impl BillingApi {
     /// puts the products it paid for back on the free plan; `invoice.payment_failed` makes the account past due
     /// (its paid plans apply for a grace period of 14 days) and `invoice.paid` active again. Other events are
     /// acknowledged and change nothing.
-    #[oai(path = "/billing/webhook", method = "post", operation_id = "billingWebhook")]
+    #[oai(
+        path = "/billing/webhook",
+        method = "post",
+        operation_id = "billingWebhook",
+        code_sample(lang = "json", label = "example", source = "Self::BILLING_WEBHOOK_EXAMPLE")
+    )]
     async fn webhook(
         &self,
         /// `t=<unix seconds>,v1=<hex>`: the processor's signature of the body.
@@ -232,12 +257,23 @@ impl BillingApi {
         })))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const USAGE_STATEMENT_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/success": true, "/products/0/product": "tax", "/products/0/plan": "free", "/products/1/product": "gains"}
+    }"#;
+
     /// The month's usage statement
     ///
     /// Per product, the calls of the calendar month (UTC), the plan's allowance, the calls served past it (metered
     /// plans), the overage price from GET /api/v1/pricing and the amount (USD, two decimals). `month` is `YYYY-MM`,
     /// the current month by default; usage is kept for the current and the previous month.
-    #[oai(path = "/usage", method = "get", operation_id = "usageStatement")]
+    #[oai(
+        path = "/usage",
+        method = "get",
+        operation_id = "usageStatement",
+        code_sample(lang = "json", label = "example", source = "Self::USAGE_STATEMENT_EXAMPLE")
+    )]
     async fn usage(&self, auth: KeyAuth, month: Query<Option<Param<MonthParam>>>) -> Result<UsageResponses, UsageErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;

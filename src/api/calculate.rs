@@ -129,6 +129,14 @@ impl From<ApiError> for CalculateErrors {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Calculate")]
 impl CalculateApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    pub(crate) const CALCULATE_EXAMPLE: &'static str = r#"{
+        "body": {"amount": 100, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "cust-42"},
+        "headers": {"Idempotency-Key": "order-42"},
+        "status": 200,
+        "expect": {"/mode": "live", "/jurisdiction": "Austin, TX", "/combined_rate": 0.0825, "/total_tax": 6.6}
+    }"#;
+
     /// Calculate sales or use tax for one transaction
     ///
     /// With an API key: the full determination (sourcing, rate layers, the rule that fired and its citation,
@@ -151,7 +159,12 @@ impl CalculateApi {
     /// Without a key or payment: the demo answer (totals, no breakdown, nothing written), limited per client
     /// address to 30 calls per minute and 50 per UTC day; every call counts, invalid ones included. Past the day's
     /// 50, the 402 offers x402.
-    #[oai(path = "/calculate", method = "post", operation_id = "calculate")]
+    #[oai(
+        path = "/calculate",
+        method = "post",
+        operation_id = "calculate",
+        code_sample(lang = "json", label = "example", source = "Self::CALCULATE_EXAMPLE")
+    )]
     async fn calculate(
         &self,
         auth: KeyOrDemo,

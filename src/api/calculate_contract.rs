@@ -107,17 +107,16 @@ fn a_body_is_refused_with_every_problem_at_once() {
     assert_eq!(errors[0].to_string(), "maintenance_contract.itemized_amounts: updates + support must equal amount (60.5 + 40 ≠ 100)");
 }
 
+/// The body of calculate's example (the one in the document, which the guide shows and runs).
+fn example_body() -> Value {
+    let example: Value = serde_json::from_str(crate::api::calculate::CalculateApi::CALCULATE_EXAMPLE).unwrap_or_default();
+    example["body"].clone()
+}
+
 #[test]
 fn every_sample_body_is_read() {
-    // The guide's examples (src/api/agents_examples.json) that are calculate requests, and the scenario cases that
-    // expect no input error.
-    let examples: Value = serde_json::from_str(include_str!("agents_examples.json")).unwrap_or_default();
-    let mut bodies: Vec<(String, Value)> = Vec::new();
-    for (op, example) in examples.as_object().into_iter().flatten() {
-        if let (true, Some(body)) = (op.contains("alculat"), example.get("body")) {
-            bodies.push((op.clone(), body.clone()));
-        }
-    }
+    // The operation's example (the guide's), and the scenario cases that expect no input error.
+    let mut bodies: Vec<(String, Value)> = vec![("calculate".into(), example_body())];
     let mut sources = crate::rules::diag::SourceMap::default();
     let (cases, _) = crate::rules::cases::load_cases(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/rules")), &mut sources);
     assert!(cases.len() > 100, "{} scenario cases", cases.len());
@@ -172,13 +171,7 @@ fn every_sample_answer_is_written_as_its_type_writes_it() {
     let (reg, _) = crate::rules::load::load_or_report(rules).expect("the rules load");
     let mut sources = crate::rules::diag::SourceMap::default();
     let (cases, _) = crate::rules::cases::load_cases(rules, &mut sources);
-    let examples: Value = serde_json::from_str(include_str!("agents_examples.json")).unwrap_or_default();
-    let guide = examples
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(op, _)| op.contains("alculat"))
-        .filter_map(|(op, e)| Some((op.clone(), e.get("body")?.clone(), None, None, chrono::NaiveDate::from_ymd_opt(2026, 6, 1)?)));
+    let guide = chrono::NaiveDate::from_ymd_opt(2026, 6, 1).map(|day| ("calculate".to_string(), example_body(), None, None, day));
     let samples = cases.iter().map(|c| (c.name.clone(), c.request.clone(), c.nexus.clone(), c.vendor_ytd, c.as_of)).chain(guide);
 
     let alerts = sample_alerts(&reg);

@@ -108,6 +108,14 @@ fn refund_result(r: &Refunded, reason: Option<&str>) -> RefundResult {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Transactions")]
 impl CorrectionsApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const REFUND_TRANSACTION_EXAMPLE: &'static str = r#"{
+        "body": {"amount": 100, "reason": "one seat returned"},
+        "headers": {"Idempotency-Key": "refund-inv-1001-1"},
+        "status": 201,
+        "expect": {"/amount": 100, "/tax_refunded": 6.6, "/remaining/amount": 900}
+    }"#;
+
     /// Refund a recorded transaction, in whole or in part
     ///
     /// Records the refund as a ledger row of its own, linked to the transaction, negative in sales and tax and
@@ -118,7 +126,12 @@ impl CorrectionsApi {
     /// Never more than remains unrefunded: concurrent refunds of one transaction are applied one after another.
     /// The counterparty's 1099 total loses the amount when it is refunded in the payment's tax year; nexus revenue
     /// keeps it (thresholds count gross sales). Idempotency-Key works as on calculate.
-    #[oai(path = "/transactions/:transaction_id/refund", method = "post", operation_id = "refundTransaction")]
+    #[oai(
+        path = "/transactions/:transaction_id/refund",
+        method = "post",
+        operation_id = "refundTransaction",
+        code_sample(lang = "json", label = "example", source = "Self::REFUND_TRANSACTION_EXAMPLE")
+    )]
     async fn refund(
         &self,
         auth: KeyAuth,
@@ -170,6 +183,12 @@ impl CorrectionsApi {
         Ok(RefundResponses::Created(JsonText::new(text)))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const VOID_TRANSACTION_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/status": "voided", "/voided_now": true}
+    }"#;
+
     /// Void a recorded transaction
     ///
     /// Takes a mistaken or duplicate transaction out of every total — the liability report, nexus revenue and
@@ -177,7 +196,12 @@ impl CorrectionsApi {
     /// open: once the state's return for the period holding its date (or a refund's) is marked filed, a void is
     /// refused (409) and a refund is the way. The row stays in GET /api/v1/transactions with status voided. Voiding
     /// a refund takes only that refund back. A second void changes nothing and answers as the first.
-    #[oai(path = "/transactions/:transaction_id/void", method = "post", operation_id = "voidTransaction")]
+    #[oai(
+        path = "/transactions/:transaction_id/void",
+        method = "post",
+        operation_id = "voidTransaction",
+        code_sample(lang = "json", label = "example", source = "Self::VOID_TRANSACTION_EXAMPLE")
+    )]
     async fn void(
         &self,
         auth: KeyAuth,

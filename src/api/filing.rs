@@ -161,6 +161,13 @@ pub fn report_span(from: &str, to: &str, errors: &mut Vec<String>) -> Option<(Na
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Filing")]
 impl FilingApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const LIABILITY_REPORT_EXAMPLE: &'static str = r#"{
+        "query": "from=2026-01-01&to=2026-12-31&period=quarter",
+        "status": 200,
+        "expect": {"/period": "quarter", "/returns/0/state": "TX", "/returns/0/voids/count": 2, "/returns/0/net_tax_due": 6.6}
+    }"#;
+
     /// What to file: the liability report
     ///
     /// Per state, tax (sales_tax on the account's sales as seller, use_tax on its purchases as buyer) and filing
@@ -170,7 +177,12 @@ impl FilingApi {
     /// (the UTC day recorded; a refund by its refund_date). The returns' net_tax_due add up to the ledger's tax over
     /// the days asked, to the cent, and each return's jurisdictions add up to it. `format=csv` or `Accept: text/csv`
     /// gives the worksheet as CSV. A period holding a day outside from..to shows only the days asked.
-    #[oai(path = "/reports/liability", method = "get", operation_id = "liabilityReport")]
+    #[oai(
+        path = "/reports/liability",
+        method = "get",
+        operation_id = "liabilityReport",
+        code_sample(lang = "json", label = "example", source = "Self::LIABILITY_REPORT_EXAMPLE")
+    )]
     #[allow(clippy::too_many_arguments, reason = "one argument per query parameter, as poem-openapi takes them")]
     async fn report(
         &self,
@@ -206,12 +218,24 @@ impl FilingApi {
         Ok(ReportResponses::Ok(Box::new(liability_view(&owner.entity.id, state, &report, s.clock.now_ms()))))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const MARK_PERIOD_FILED_EXAMPLE: &'static str = r#"{
+        "body": {"state": "TX", "period": "2025-12"},
+        "status": 200,
+        "expect": {"/last_day": "2025-12-31", "/already_filed": false}
+    }"#;
+
     /// Mark a period filed
     ///
     /// Records that the state's return for the period (a month YYYY-MM, a quarter YYYY-Qn or a year YYYY) was filed.
     /// From then on no transaction dated in it may be voided, and no refund may be dated in it: its figures stay as
     /// filed, and corrections land in an open period. The period must have ended. Marking it again changes nothing.
-    #[oai(path = "/reports/liability/filed", method = "post", operation_id = "markPeriodFiled")]
+    #[oai(
+        path = "/reports/liability/filed",
+        method = "post",
+        operation_id = "markPeriodFiled",
+        code_sample(lang = "json", label = "example", source = "Self::MARK_PERIOD_FILED_EXAMPLE")
+    )]
     async fn filed(&self, auth: KeyAuth, body: Body<FiledBody>) -> Result<FiledResponses, FiledErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;

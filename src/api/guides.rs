@@ -96,13 +96,25 @@ const STEPS: [(&str, &str, &str, &str, &str); 5] = [
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Guides")]
 impl GuidesApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const BLOG_EXAMPLE: &'static str = r#"{
+        "query": "category=state",
+        "status": 200,
+        "expect": {"/count": 1, "/articles/0/slug": "texas-80-percent-rule-for-data-processing"}
+    }"#;
+
     /// The blog: articles on how levy reads the law
     ///
     /// Without parameters, the index of articles (slug, title, category, date, summary), newest first.
     /// `category=` keeps the articles whose category contains the text, ignoring case. `slug=` returns one
     /// article with its Markdown body (404 RESOURCE_NOT_FOUND when no article has it, or when a category sent
     /// with it does not match). No key needed.
-    #[oai(path = "/blog", method = "get", operation_id = "blog")]
+    #[oai(
+        path = "/blog",
+        method = "get",
+        operation_id = "blog",
+        code_sample(lang = "json", label = "example", source = "Self::BLOG_EXAMPLE")
+    )]
     async fn blog(
         &self,
         /// One article, by its slug.
@@ -148,12 +160,23 @@ impl GuidesApi {
         Ok(BlogResponses::Ok(Json(body)))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const ONBOARDING_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/steps/0/id": "sign_up", "/steps/1/path": "/api/v1/nexus"}
+    }"#;
+
     /// Getting started: the steps, and with an API key your progress
     ///
     /// Without a key: the five steps (sign up, set nexus, first calculation, ingest, alerts), each with its
     /// endpoint. With a key: the same steps, each marked done or not from the account's data (nexus configured,
     /// calculations and ingested records in the ledger, seller-role sales for the alerts to watch), with counts.
-    #[oai(path = "/onboarding", method = "get", operation_id = "onboarding")]
+    #[oai(
+        path = "/onboarding",
+        method = "get",
+        operation_id = "onboarding",
+        code_sample(lang = "json", label = "example", source = "Self::ONBOARDING_EXAMPLE")
+    )]
     async fn onboarding(&self, auth: KeyOrDemo) -> Result<OnboardingResponses, OnboardingErrors> {
         let s = &self.0;
         let progress = match auth.key() {

@@ -27,8 +27,19 @@ error_responses!(HealthErrors {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Service")]
 impl HealthApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const HEALTH_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/status": "ok"}
+    }"#;
+
     /// Health: status, database connectivity, engine and rule-set versions
-    #[oai(path = "/health", method = "get", operation_id = "health")]
+    #[oai(
+        path = "/health",
+        method = "get",
+        operation_id = "health",
+        code_sample(lang = "json", label = "example", source = "Self::HEALTH_EXAMPLE")
+    )]
     async fn health(&self) -> Result<HealthResponse, HealthErrors> {
         let s = &self.0;
         s.store.ping().await.map_err(ApiError::from)?;

@@ -83,8 +83,19 @@ error_responses!(RevokeKeyErrors {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Keys")]
 impl KeysApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const LIST_KEYS_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/success": true}
+    }"#;
+
     /// List the account's API keys (prefixes only)
-    #[oai(path = "/keys", method = "get", operation_id = "listKeys")]
+    #[oai(
+        path = "/keys",
+        method = "get",
+        operation_id = "listKeys",
+        code_sample(lang = "json", label = "example", source = "Self::LIST_KEYS_EXAMPLE")
+    )]
     async fn list(&self, auth: KeyAuth) -> Result<ListKeysResponses, ListKeysErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
@@ -92,8 +103,20 @@ impl KeysApi {
         Ok(ListKeysResponses::Ok(Json(KeyList { success: true, keys: keys.iter().map(summary).collect() })))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const CREATE_KEY_EXAMPLE: &'static str = r#"{
+        "body": {"name": "ci"},
+        "status": 201,
+        "expect": {"/success": true, "/api_key/name": "ci"}
+    }"#;
+
     /// Create an API key (live only; shown once)
-    #[oai(path = "/keys", method = "post", operation_id = "createKey")]
+    #[oai(
+        path = "/keys",
+        method = "post",
+        operation_id = "createKey",
+        code_sample(lang = "json", label = "example", source = "Self::CREATE_KEY_EXAMPLE")
+    )]
     async fn create(
         &self,
         auth: KeyAuth,
@@ -117,11 +140,23 @@ impl KeysApi {
         Ok(CreateKeyResponses::Created(Json(KeyCreated { success: true, api_key: key_view(&raw, &row) })))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const REVOKE_KEY_EXAMPLE: &'static str = r#"{
+        "body": {"prefix": "<KEY_PREFIX>"},
+        "status": 200,
+        "expect": {"/success": true}
+    }"#;
+
     /// Revoke an API key by its prefix
     ///
     /// The prefix (the key's first 16 characters) goes in the body, {"prefix": "svc_live_0123456"}, or as
     /// the `prefix` query parameter. A key may revoke itself.
-    #[oai(path = "/keys", method = "delete", operation_id = "revokeKey")]
+    #[oai(
+        path = "/keys",
+        method = "delete",
+        operation_id = "revokeKey",
+        code_sample(lang = "json", label = "example", source = "Self::REVOKE_KEY_EXAMPLE")
+    )]
     async fn revoke(
         &self,
         auth: KeyAuth,

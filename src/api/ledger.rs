@@ -158,6 +158,13 @@ pub fn transaction_view(row: &transaction::Model) -> TransactionRecord {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Transactions")]
 impl LedgerApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const INGEST_TRANSACTIONS_EXAMPLE: &'static str = r#"{
+        "body": {"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "cust-7", "external_tx_id": "inv-1001"},
+        "status": 201,
+        "expect": {"/written": 1, "/records/0/duplicate": false}
+    }"#;
+
     /// Ingest transactions (one record or a batch of 1 to 100)
     ///
     /// Each record takes every calculate field plus external_tx_id, transaction_id and metadata. Each is
@@ -165,7 +172,12 @@ impl LedgerApi {
     /// transaction_id) was already recorded is not written again: the original comes back with duplicate true.
     /// A batch with any invalid record is rejected whole, errors naming record index and field; nothing is written.
     /// The whole batch is one database transaction. It counts as one call against the monthly allowance.
-    #[oai(path = "/transactions/ingest", method = "post", operation_id = "ingestTransactions")]
+    #[oai(
+        path = "/transactions/ingest",
+        method = "post",
+        operation_id = "ingestTransactions",
+        code_sample(lang = "json", label = "example", source = "Self::INGEST_TRANSACTIONS_EXAMPLE")
+    )]
     async fn ingest(&self, auth: KeyAuth, body: JsonBody<IngestBody>) -> Result<IngestResponses, IngestErrors> {
         let s = &self.0;
         match s.ingest(&auth, &body).await {
@@ -175,11 +187,23 @@ impl LedgerApi {
         }
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const LIST_TRANSACTIONS_EXAMPLE: &'static str = r#"{
+        "query": "limit=10",
+        "status": 200,
+        "expect": {"/count": 2}
+    }"#;
+
     /// List recorded transactions, newest first
     ///
     /// Filters combine (all must hold). `buyer_state` is another name for `state` (the reference SDK's); sent
     /// together they must agree. `limit` and `offset` page through the list, newest first.
-    #[oai(path = "/transactions", method = "get", operation_id = "listTransactions")]
+    #[oai(
+        path = "/transactions",
+        method = "get",
+        operation_id = "listTransactions",
+        code_sample(lang = "json", label = "example", source = "Self::LIST_TRANSACTIONS_EXAMPLE")
+    )]
     #[allow(clippy::too_many_arguments)]
     async fn list(
         &self,

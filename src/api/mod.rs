@@ -221,11 +221,12 @@ pub const INTERFACE_VERSION: &str = "1.5.0";
 
 pub type Apis = (
     health::HealthApi,
-    calculate::CalculateApi,
-    ledger::LedgerApi,
-    nexus::NexusApi,
     accounts::AccountsApi,
     keys::KeysApi,
+    nexus::NexusApi,
+    calculate::CalculateApi,
+    // (poem-openapi implements OpenApi for tuples of up to 16: some are nested.)
+    (ledger::LedgerApi, corrections::CorrectionsApi, filing::FilingApi),
     wallets::WalletsApi,
     billing::BillingApi,
     network::NetworkApi,
@@ -235,18 +236,19 @@ pub type Apis = (
     agents::AgentsApi,
     rates::PublicRatesApi,
     guides::GuidesApi,
-    // poem-openapi implements OpenApi for tuples of up to 16: further APIs are nested.
-    (report::ReportApi, partners::PartnersApi, corrections::CorrectionsApi, filing::FilingApi),
+    (report::ReportApi, partners::PartnersApi),
 );
 
 pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
+    // The document lists the operations in this order, and the guide runs their examples in it: an account and its
+    // nexus before the calls that need them.
     let apis = (
         health::HealthApi(state.clone()),
-        calculate::CalculateApi(state.clone()),
-        ledger::LedgerApi(state.clone()),
-        nexus::NexusApi(state.clone()),
         accounts::AccountsApi(state.clone()),
         keys::KeysApi(state.clone()),
+        nexus::NexusApi(state.clone()),
+        calculate::CalculateApi(state.clone()),
+        (ledger::LedgerApi(state.clone()), corrections::CorrectionsApi(state.clone()), filing::FilingApi(state.clone())),
         wallets::WalletsApi(state.clone()),
         billing::BillingApi(state.clone()),
         network::NetworkApi(state.clone()),
@@ -256,12 +258,7 @@ pub fn openapi_service(state: Arc<AppState>) -> OpenApiService<Apis, ()> {
         agents::AgentsApi(state.clone()),
         rates::PublicRatesApi(state.clone()),
         guides::GuidesApi(state.clone()),
-        (
-            report::ReportApi(state.clone()),
-            partners::PartnersApi(state.clone()),
-            corrections::CorrectionsApi(state.clone()),
-            filing::FilingApi(state),
-        ),
+        (report::ReportApi(state.clone()), partners::PartnersApi(state)),
     );
     OpenApiService::new(apis, "levy tax-intelligence API", INTERFACE_VERSION)
         .description(

@@ -180,6 +180,13 @@ error_responses!(FeedErrors {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Network")]
 impl NetworkApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const SAVE_NETWORK_PROFILE_EXAMPLE: &'static str = r#"{
+        "body": {"agent_id": "acme-invoicer", "entity_name": "Acme Invoicing", "entity_state": "TX", "work_type": "compute", "principal": {"legal_name": "Acme Invoicing LLC", "is_business": true}},
+        "status": 201,
+        "expect": {"/created": true, "/profile/visibility": "public"}
+    }"#;
+
     /// Create or update a network profile
     ///
     /// The account's profile of `agent_id`: 201 when it is new, 200 when the account's profile of that agent id
@@ -187,7 +194,12 @@ impl NetworkApi {
     /// public profile is listed in the directory and the feed, and lets calculate recognize the agent as a
     /// counterparty (its principal's `is_business` decides `b2b_detection` when the caller does not declare
     /// is_b2b). The principal's contact email and EIN digits are shown to the owner only.
-    #[oai(path = "/network", method = "post", operation_id = "saveNetworkProfile")]
+    #[oai(
+        path = "/network",
+        method = "post",
+        operation_id = "saveNetworkProfile",
+        code_sample(lang = "json", label = "example", source = "Self::SAVE_NETWORK_PROFILE_EXAMPLE")
+    )]
     async fn save(&self, auth: KeyAuth, body: Body<NetworkProfileRequest>) -> Result<SaveProfileResponses, SaveProfileErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
@@ -199,10 +211,21 @@ impl NetworkApi {
         }
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const GET_NETWORK_PROFILE_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/profile/agent_id": "acme-invoicer"}
+    }"#;
+
     /// The account's network profile
     ///
     /// The account's profile of `agent_id`, or, without it, the account's first profile.
-    #[oai(path = "/network", method = "get", operation_id = "getNetworkProfile")]
+    #[oai(
+        path = "/network",
+        method = "get",
+        operation_id = "getNetworkProfile",
+        code_sample(lang = "json", label = "example", source = "Self::GET_NETWORK_PROFILE_EXAMPLE")
+    )]
     async fn get(&self, auth: KeyAuth, agent_id: Query<Option<Param<AgentIdParam>>>) -> Result<GetProfileResponses, GetProfileErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
@@ -218,13 +241,25 @@ impl NetworkApi {
         Ok(GetProfileResponses::Ok(own_answer(p, false)))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const NETWORK_DIRECTORY_EXAMPLE: &'static str = r#"{
+        "query": "search=acme",
+        "status": 200,
+        "expect": {"/profiles/0/agent_id": "acme-invoicer", "/profiles/0/principal/is_business": true}
+    }"#;
+
     /// The public directory of the network
     ///
     /// With `agent_id`: that public profile (404 when there is none, or it is private). Otherwise public profiles,
     /// oldest member first, 20 per page: `work_type` keeps one work type (a value that is not one is ignored, as if
     /// absent), `search` keeps profiles whose agent id, entity name or description contains the text (any case).
     /// Keyless; limited per client address.
-    #[oai(path = "/network-directory", method = "get", operation_id = "networkDirectory")]
+    #[oai(
+        path = "/network-directory",
+        method = "get",
+        operation_id = "networkDirectory",
+        code_sample(lang = "json", label = "example", source = "Self::NETWORK_DIRECTORY_EXAMPLE")
+    )]
     async fn directory(
         &self,
         agent_id: Query<Option<Param<AgentIdParam>>>,
@@ -258,11 +293,22 @@ impl NetworkApi {
         }))))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const NETWORK_FEED_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/events/0/event": "joined", "/events/0/profile/agent_id": "acme-invoicer"}
+    }"#;
+
     /// The public network feed
     ///
     /// Public profiles that joined or changed, newest first, 20 per page, each with the profile as it is now (a
     /// profile made private leaves the feed). Keyless; limited per client address with the directory.
-    #[oai(path = "/network-feed", method = "get", operation_id = "networkFeed")]
+    #[oai(
+        path = "/network-feed",
+        method = "get",
+        operation_id = "networkFeed",
+        code_sample(lang = "json", label = "example", source = "Self::NETWORK_FEED_EXAMPLE")
+    )]
     async fn feed(&self, page: Query<Option<Param<PageNumber>>>) -> Result<FeedResponses, FeedErrors> {
         let s = &self.0;
         s.check_network_read(&client_ip()).await?;

@@ -82,11 +82,23 @@ impl AppState {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Nexus")]
 impl NexusApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const SET_NEXUS_EXAMPLE: &'static str = r#"{
+        "body": {"nexus": {"TX": {"hasNexus": true}}},
+        "status": 200,
+        "expect": {"/nexus/TX/hasNexus": true}
+    }"#;
+
     /// Store where the account has nexus (merge)
     ///
     /// Only the states in the map are written; the others keep their setting; an empty map changes nothing
     /// (an account that never configured nexus stays unconfigured). Send hasNexus false to remove a state. Codes may be lowercase.
-    #[oai(path = "/nexus", method = "post", operation_id = "setNexus")]
+    #[oai(
+        path = "/nexus",
+        method = "post",
+        operation_id = "setNexus",
+        code_sample(lang = "json", label = "example", source = "Self::SET_NEXUS_EXAMPLE")
+    )]
     async fn set(&self, auth: KeyAuth, body: Body<NexusRequest>) -> Result<NexusResponses, NexusErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
@@ -95,19 +107,41 @@ impl NexusApi {
         Ok(NexusResponses::Ok(Json(s.nexus_view(&owner.entity.id).await?)))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const GET_NEXUS_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/states_with_nexus": ["TX"]}
+    }"#;
+
     /// The account's nexus configuration
-    #[oai(path = "/nexus", method = "get", operation_id = "getNexus")]
+    #[oai(
+        path = "/nexus",
+        method = "get",
+        operation_id = "getNexus",
+        code_sample(lang = "json", label = "example", source = "Self::GET_NEXUS_EXAMPLE")
+    )]
     async fn get(&self, auth: KeyAuth) -> Result<NexusResponses, NexusErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
         Ok(NexusResponses::Ok(Json(s.nexus_view(&owner.entity.id).await?)))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const NEXUS_ALERTS_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/success": true}
+    }"#;
+
     /// States where recorded sales reach 80% or more of the economic-nexus threshold
     ///
     /// All 51 jurisdictions are checked, each over its own threshold period (calendar year, trailing 12 months,
     /// four quarters, or the year ending September 30), from the seller-role sales this account recorded.
-    #[oai(path = "/nexus-alerts", method = "get", operation_id = "nexusAlerts")]
+    #[oai(
+        path = "/nexus-alerts",
+        method = "get",
+        operation_id = "nexusAlerts",
+        code_sample(lang = "json", label = "example", source = "Self::NEXUS_ALERTS_EXAMPLE")
+    )]
     async fn alerts(&self, auth: KeyAuth) -> Result<AlertsResponses, AlertsErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;

@@ -230,6 +230,13 @@ error_responses!(WebhookErrors {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Partners")]
 impl PartnersApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const PARTNER_PROVISION_EXAMPLE: &'static str = r#"{
+        "body": {"external_id": "user-42", "email": "ada@example.com", "display_name": "Ada"},
+        "status": 201,
+        "expect": {"/already_provisioned": false, "/claimed": false}
+    }"#;
+
     /// Provision an account for a partner's user
     ///
     /// `external_id` is the idempotency key: the first call makes the account (free plans, one API key) and answers
@@ -237,7 +244,12 @@ impl PartnersApi {
     /// account, `already_provisioned: true` and no credentials (none are rotated). The key works like any account's,
     /// and its calls count in the partner's usage. The user takes the account over with the claim link (POST to it
     /// with an email and a password) within 7 days.
-    #[oai(path = "/partner/provision", method = "post", operation_id = "partnerProvision")]
+    #[oai(
+        path = "/partner/provision",
+        method = "post",
+        operation_id = "partnerProvision",
+        code_sample(lang = "json", label = "example", source = "Self::PARTNER_PROVISION_EXAMPLE")
+    )]
     async fn provision(
         &self,
         auth: PartnerAuth,
@@ -257,12 +269,25 @@ impl PartnersApi {
         }
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const PARTNER_CLAIM_EXAMPLE: &'static str = r#"{
+        "query": "token=clm_0000000000000000000000000000000000000000000000000000000000000000",
+        "body": {"email": "ada@example.com", "password": "a long password"},
+        "status": 404,
+        "expect": {"/code": "RESOURCE_NOT_FOUND"}
+    }"#;
+
     /// Claim a provisioned account
     ///
     /// The claim link a partner received for its user is this operation with the single-use `token`. The user sends
     /// the email and password it will log in with; the account is then the user's (`claimed` true), and the API key
     /// issued at provisioning keeps working. A link works once, for 7 days.
-    #[oai(path = "/partner/claim", method = "post", operation_id = "partnerClaim")]
+    #[oai(
+        path = "/partner/claim",
+        method = "post",
+        operation_id = "partnerClaim",
+        code_sample(lang = "json", label = "example", source = "Self::PARTNER_CLAIM_EXAMPLE")
+    )]
     async fn claim(
         &self,
         /// The claim token of the link.
@@ -294,6 +319,13 @@ impl PartnersApi {
         })))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const PARTNER_USAGE_EXAMPLE: &'static str = r#"{
+        "query": "from=2026-11-01&to=2026-11-30",
+        "status": 200,
+        "expect": {"/period/from": "2026-11-01", "/totals/total_users": 1, "/pagination/truncated": false}
+    }"#;
+
     /// A partner's usage
     ///
     /// Calls (ledger rows: keyed calculate calls and ingested records) of the partner's provisioned users in the
@@ -303,7 +335,12 @@ impl PartnersApi {
     /// otherwise). `per_user` lists at most `per_user_cap` users (5000 by default), in the order they
     /// were provisioned; the totals cover all of them. `partner_user_id` narrows the report to one of the partner's
     /// users (another partner's is 403).
-    #[oai(path = "/partner/usage", method = "get", operation_id = "partnerUsage")]
+    #[oai(
+        path = "/partner/usage",
+        method = "get",
+        operation_id = "partnerUsage",
+        code_sample(lang = "json", label = "example", source = "Self::PARTNER_USAGE_EXAMPLE")
+    )]
     async fn usage(
         &self,
         auth: PartnerAuth,
@@ -362,6 +399,12 @@ impl PartnersApi {
         })))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const PARTNER_REVSHARE_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/totals/attributed_entities": 0, "/totals/payout_usd": "0.000000"}
+    }"#;
+
     /// A partner's revenue share
     ///
     /// For each of the partner's accounts that upgraded to a paid tax plan: the partner's percentage locked at the
@@ -371,7 +414,12 @@ impl PartnersApi {
     /// from the first upgrade to 12 months after it (`window_ends_at`); a month counts when the window holds its last
     /// moment, so the month of the upgrade counts and 12 months count in all. Accounts that contribute nothing in the
     /// period are not listed. `to` may not be before `from`, and a period covers at most 366 days (400 otherwise).
-    #[oai(path = "/partner/revshare", method = "get", operation_id = "partnerRevshare")]
+    #[oai(
+        path = "/partner/revshare",
+        method = "get",
+        operation_id = "partnerRevshare",
+        code_sample(lang = "json", label = "example", source = "Self::PARTNER_REVSHARE_EXAMPLE")
+    )]
     async fn revshare(
         &self,
         auth: PartnerAuth,
@@ -412,6 +460,14 @@ impl PartnersApi {
         })))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const PARTNER_WEBHOOK_EXAMPLE: &'static str = r#"{
+        "headers": {"X-Service-Signature": "t=1795255200,v1=00", "X-Service-Partner": "acme-agents", "X-Service-Nonce": "nonce-0001", "X-Service-Event": "user.created"},
+        "body": {"external_id": "user-43"},
+        "status": 401,
+        "expect": {"/code": "WEBHOOK_SIGNATURE_INVALID"}
+    }"#;
+
     /// A partner's signed events
     ///
     /// `X-Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of the raw body with the partner's signing
@@ -420,7 +476,12 @@ impl PartnersApi {
     /// server's clock either way. Any failure is 401 WEBHOOK_SIGNATURE_INVALID and changes nothing. `user.created`
     /// provisions as POST /partner/provision does (no credentials are answered); `user.deleted` marks the user deleted:
     /// its account's keys stop working and its ledger is kept.
-    #[oai(path = "/partner/webhook", method = "post", operation_id = "partnerWebhook")]
+    #[oai(
+        path = "/partner/webhook",
+        method = "post",
+        operation_id = "partnerWebhook",
+        code_sample(lang = "json", label = "example", source = "Self::PARTNER_WEBHOOK_EXAMPLE")
+    )]
     async fn webhook(
         &self,
         /// `t=<unix seconds>,v1=<hex>`.

@@ -69,12 +69,23 @@ pub fn pricing(plans: &Plans, prices: &crate::payments::checkout::Prices) -> Pri
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Guide")]
 impl PricingApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const PRICING_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/currency": "USD", "/tiers/0/id": "free", "/tiers/0/overage_policy": "hard_cutoff", "/pay_per_call/id": "x402", "/billing_provider": "stripe"}
+    }"#;
+
     /// Pricing: plans, allowances, overage, pay-per-call
     ///
     /// The subscription plans (price, calls included per month, what happens past them, optimization reports per
     /// month), the pay-per-call option (x402) and the billing provider. The monthly allowance the limiter
     /// enforces is the one published here. No key needed.
-    #[oai(path = "/pricing", method = "get", operation_id = "pricing")]
+    #[oai(
+        path = "/pricing",
+        method = "get",
+        operation_id = "pricing",
+        code_sample(lang = "json", label = "example", source = "Self::PRICING_EXAMPLE")
+    )]
     async fn pricing(&self) -> Result<PricingReply, PricingErrors> {
         Ok(PricingReply::Ok(Json(pricing(&self.0.plans, &self.0.billing.prices))))
     }

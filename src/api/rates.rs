@@ -170,6 +170,13 @@ fn verified_row(s: &AppState, row: &StateRates) -> VerifiedRate {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Rates")]
 impl PublicRatesApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const RATES_EXAMPLE: &'static str = r#"{
+        "query": "format=compact",
+        "status": 200,
+        "expect": {"/TX/r": 0.0625, "/TX/d": true}
+    }"#;
+
     /// Sales-tax rates of the 51 jurisdictions
     ///
     /// Each jurisdiction's general state rate, whether local taxes exist, whether a SaaS subscription and a
@@ -181,7 +188,12 @@ impl PublicRatesApi {
     /// against its source); `explain=true` with `state` adds a plain explanation (taxability by transaction type
     /// and share, sourcing, nexus threshold, marketplace law, special local taxes). `as_of` answers for another
     /// date (default today, UTC). No key needed; ETag and Cache-Control are sent, and If-None-Match gives 304.
-    #[oai(path = "/rates", method = "get", operation_id = "rates")]
+    #[oai(
+        path = "/rates",
+        method = "get",
+        operation_id = "rates",
+        code_sample(lang = "json", label = "example", source = "Self::RATES_EXAMPLE")
+    )]
     async fn rates(
         &self,
         /// One state (two letters, upper or lower case) instead of all 51.
@@ -260,6 +272,13 @@ impl PublicRatesApi {
             .map_or(TableResponse::NotModified, TableResponse::Ok))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const LOCAL_RATES_EXAMPLE: &'static str = r#"{
+        "query": "zip=78701",
+        "status": 200,
+        "expect": {"/combined_rate": 0.0825, "/locality": "Austin", "/local_rates_covered": true}
+    }"#;
+
     /// Combined state and local rate at a zip code
     ///
     /// The state rate plus each local layer (level, name, rate, citation) in force at the zip code, and the
@@ -269,7 +288,12 @@ impl PublicRatesApi {
     /// the local tables do not hold is answered from its state (found from the zip code's 3-digit USPS prefix)
     /// with the state rate and `local_rates_covered: false` plus a note when the state has local taxes: never a
     /// silent 0. A prefix of no state or DC is 404. ETag and Cache-Control are sent; If-None-Match gives 304.
-    #[oai(path = "/rates/local", method = "get", operation_id = "localRates")]
+    #[oai(
+        path = "/rates/local",
+        method = "get",
+        operation_id = "localRates",
+        code_sample(lang = "json", label = "example", source = "Self::LOCAL_RATES_EXAMPLE")
+    )]
     async fn local(
         &self,
         /// A ZIP Code: 5 digits, or ZIP+4 (`55401-1234`), which selects the part of a ZIP code that straddles
@@ -375,6 +399,13 @@ impl PublicRatesApi {
             .map_or(LocalResponse::NotModified, LocalResponse::Ok))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const VERIFY_RATES_EXAMPLE: &'static str = r#"{
+        "body": {"agent_id": "rate-checker", "source": "our 2026 table", "source_date": "2026-Q4", "rates": {"TX": {"rate": 0.0625, "digitalTaxable": true}, "WA": {"rate": 0.07, "digitalTaxable": true}}},
+        "status": 200,
+        "expect": {"/matches": ["TX"], "/discrepancies/0/state": "WA", "/unknown": []}
+    }"#;
+
     /// Compare rate tables with levy's
     ///
     /// For each state code sent, compares the caller's state rate and (when sent) digitalTaxable with what
@@ -382,7 +413,12 @@ impl PublicRatesApi {
     /// figure that differs (which field, theirs, ours, our citation), `unknown` the codes that are not one of the
     /// 51. `source` and `source_date` are echoed. Keyless, limited per client address: 30 calls per minute and
     /// 300 per UTC day by default (429 RATE_LIMITED with Retry-After).
-    #[oai(path = "/verify", method = "post", operation_id = "verifyRates")]
+    #[oai(
+        path = "/verify",
+        method = "post",
+        operation_id = "verifyRates",
+        code_sample(lang = "json", label = "example", source = "Self::VERIFY_RATES_EXAMPLE")
+    )]
     async fn verify(&self, body: Body<VerifyRatesRequest>) -> Result<VerifyResponse, VerifyErrors> {
         let s = &self.0;
         s.check_verify(&client_ip()).await?;

@@ -41,6 +41,12 @@ error_responses!(ReportErrors {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Guides")]
 impl ReportApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const OPTIMIZATION_REPORT_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/allowance/used": 1}
+    }"#;
+
     /// The optimization report
     ///
     /// Reads the account's ledger for the current calendar year (the newest 1,000 rows) and reports, with figures:
@@ -50,7 +56,12 @@ impl ReportApi {
     /// more of this tax year's 1099 threshold; and seller sales that owed no tax only because the account has no
     /// nexus in the state (their tax_if_nexus). Each run counts against the plan's monthly allowance (`rules/plans.yaml`,
     /// shown by GET /api/v1/pricing); past it, 429 TIER_LIMIT_REACHED until the next month (UTC).
-    #[oai(path = "/optimization-report", method = "get", operation_id = "optimizationReport")]
+    #[oai(
+        path = "/optimization-report",
+        method = "get",
+        operation_id = "optimizationReport",
+        code_sample(lang = "json", label = "example", source = "Self::OPTIMIZATION_REPORT_EXAMPLE")
+    )]
     async fn report(&self, auth: KeyAuth) -> Result<ReportResponses, ReportErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;

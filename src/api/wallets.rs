@@ -78,12 +78,24 @@ error_responses!(UnlinkWalletErrors {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Wallets")]
 impl WalletsApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const LINK_WALLET_EXAMPLE: &'static str = r#"{
+        "body": {"wallet_address": "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed", "label": "treasury"},
+        "status": 200,
+        "expect": {"/wallet/wallet_address": "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed", "/wallet/chain": "base"}
+    }"#;
+
     /// Link a wallet to the account
     ///
     /// x402 payments signed by a linked wallet are recorded to the account (its ledger, 1099 and nexus figures).
     /// A wallet belongs to one account: linking one another account holds is 409. Addresses are compared
     /// case-insensitively and stored lowercase. Linking a wallet again updates its label and chain.
-    #[oai(path = "/wallets", method = "post", operation_id = "linkWallet")]
+    #[oai(
+        path = "/wallets",
+        method = "post",
+        operation_id = "linkWallet",
+        code_sample(lang = "json", label = "example", source = "Self::LINK_WALLET_EXAMPLE")
+    )]
     async fn link(&self, auth: KeyAuth, body: Body<WalletLinkRequest>) -> Result<LinkWalletResponses, LinkWalletErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
@@ -97,8 +109,19 @@ impl WalletsApi {
         }
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const LIST_WALLETS_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/wallets/0/label": "treasury"}
+    }"#;
+
     /// List the account's linked wallets
-    #[oai(path = "/wallets", method = "get", operation_id = "listWallets")]
+    #[oai(
+        path = "/wallets",
+        method = "get",
+        operation_id = "listWallets",
+        code_sample(lang = "json", label = "example", source = "Self::LIST_WALLETS_EXAMPLE")
+    )]
     async fn list(&self, auth: KeyAuth) -> Result<ListWalletsResponses, ListWalletsErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
@@ -106,8 +129,20 @@ impl WalletsApi {
         Ok(ListWalletsResponses::Ok(Json(WalletList { success: true, wallets: wallets.into_iter().map(view).collect() })))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const UNLINK_WALLET_EXAMPLE: &'static str = r#"{
+        "query": "wallet_address=0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
+        "status": 200,
+        "expect": {"/unlinked": true}
+    }"#;
+
     /// Unlink a wallet from the account
-    #[oai(path = "/wallets", method = "delete", operation_id = "unlinkWallet")]
+    #[oai(
+        path = "/wallets",
+        method = "delete",
+        operation_id = "unlinkWallet",
+        code_sample(lang = "json", label = "example", source = "Self::UNLINK_WALLET_EXAMPLE")
+    )]
     async fn unlink(
         &self,
         auth: KeyAuth,

@@ -200,6 +200,14 @@ fn trade_request(b: TradeBody, now: DateTime<Utc>) -> Result<TradeRequest, ApiEr
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Gains")]
 impl TradesApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const RECORD_TRADE_EXAMPLE: &'static str = r#"{
+        "body": {"asset_symbol": "BTC", "trade_type": "buy", "quantity": 0.5, "price_per_unit": 60000, "fee_amount": 10, "trade_date": "2026-03-02T15:00:00Z", "asset_class": "crypto"},
+        "headers": {"Idempotency-Key": "buy-btc-1"},
+        "status": 201,
+        "expect": {"/success": true}
+    }"#;
+
     /// Record a buy or a sell
     ///
     /// A buy makes a cost-basis lot (quantity × price + fee). A sell consumes lots by accounting_method — fifo
@@ -216,7 +224,12 @@ impl TradesApi {
     /// Trades of one asset take effect in trade-date order; a trade may be backdated, but not before the
     /// asset's latest recorded sell (so every figure stays reproducible). Idempotency-Key works as on calculate.
     /// Each recorded trade counts against the gains plan's monthly allowance (GET /api/v1/usage).
-    #[oai(path = "/trades", method = "post", operation_id = "recordTrade")]
+    #[oai(
+        path = "/trades",
+        method = "post",
+        operation_id = "recordTrade",
+        code_sample(lang = "json", label = "example", source = "Self::RECORD_TRADE_EXAMPLE")
+    )]
     async fn record(
         &self,
         auth: KeyAuth,
@@ -246,13 +259,24 @@ impl TradesApi {
         }
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const LIST_TRADES_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/success": true}
+    }"#;
+
     /// List trades, with per-asset summaries
     ///
     /// Trades newest trade_date first, filtered by asset_symbol, trade_type, since and until, paged by limit and
     /// offset. `summary` covers each asset of the account (or the one asked for) over all time: held quantity,
     /// open lots, remaining basis, realized short- and long-term gain or loss after wash-sale adjustments, and
     /// the losses disallowed as wash sales.
-    #[oai(path = "/trades", method = "get", operation_id = "listTrades")]
+    #[oai(
+        path = "/trades",
+        method = "get",
+        operation_id = "listTrades",
+        code_sample(lang = "json", label = "example", source = "Self::LIST_TRADES_EXAMPLE")
+    )]
     #[allow(clippy::too_many_arguments, reason = "one argument per query parameter, as poem-openapi takes them")]
     async fn list(
         &self,
@@ -321,6 +345,13 @@ impl TradesApi {
         })))
     }
 
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const EXPORT1099_DA_EXAMPLE: &'static str = r#"{
+        "query": "year=2026",
+        "status": 200,
+        "expect": {"/entries": []}
+    }"#;
+
     /// Draft Form 1099-DA for a tax year
     ///
     /// One entry per disposition sold in the year, its values under the box names of the final Form 1099-DA
@@ -328,7 +359,12 @@ impl TradesApi {
     /// basis, box_1i wash sale loss disallowed, box_6 term), payer and recipient blocks from the account, and
     /// totals by term (sums of the entries' rounded figures). Marked `draft: true`: it is compiled from the
     /// account's own ledger to prepare a return, not an information return filed with the IRS.
-    #[oai(path = "/export/1099-da", method = "get", operation_id = "export1099Da")]
+    #[oai(
+        path = "/export/1099-da",
+        method = "get",
+        operation_id = "export1099Da",
+        code_sample(lang = "json", label = "example", source = "Self::EXPORT1099_DA_EXAMPLE")
+    )]
     async fn export(
         &self,
         auth: KeyAuth,
@@ -349,6 +385,13 @@ pub struct RatesApi(pub Arc<AppState>);
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Gains")]
 impl RatesApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const CAPITAL_GAINS_RATES_EXAMPLE: &'static str = r#"{
+        "query": "state=TX&format=compact",
+        "status": 200,
+        "expect": {"/TX/t": "none", "/TX/st": 0}
+    }"#;
+
     /// State capital-gains rates
     ///
     /// How each of the 51 jurisdictions taxes a resident individual's capital gains today, from rules/gains/states:
@@ -357,7 +400,12 @@ impl RatesApi {
     /// t the treatment: none (no tax on gains), exempt, ordinary (taxed like wages), preferential (long-term
     /// taxed lower) or excise (WA's excise on long-term gains). `explain=true` with a state adds a plain-language
     /// explanation. No key needed; ETag and Cache-Control are sent, and If-None-Match gives 304.
-    #[oai(path = "/rates/capital-gains", method = "get", operation_id = "capitalGainsRates")]
+    #[oai(
+        path = "/rates/capital-gains",
+        method = "get",
+        operation_id = "capitalGainsRates",
+        code_sample(lang = "json", label = "example", source = "Self::CAPITAL_GAINS_RATES_EXAMPLE")
+    )]
     async fn rates(
         &self,
         /// One state (two letters, upper or lower case) instead of all 51.
