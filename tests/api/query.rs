@@ -67,5 +67,6 @@ async fn every_documented_operation_refuses_unknown_query_parameters() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 45, "operations in the document");
+    // (At least the 45 operations the document had on 2026-11-28; a new one adds to them.)
+    assert!(checked >= 45, "{checked} operations in the document");
 }
