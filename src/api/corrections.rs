@@ -1,4 +1,4 @@
-//! POST /api/v1/transactions/{transaction_id}/refund and /void.
+//! GET /api/v1/transactions/{transaction_id}, and POST …/refund and …/void.
 
 use std::sync::Arc;
 
@@ -9,14 +9,16 @@ use serde_json::Value;
 use super::auth::KeyAuth;
 use super::error::ApiError;
 use super::idempotency::{body_hash, parse_key, Begin};
+use super::ledger::transaction_view;
 use super::payload::{text_of, Body, Json, JsonText};
-use super::schema::ledger::{RefundBody, RefundLine, RefundResult, TransactionStatus, Unrefunded, VoidResult};
+use super::schema::ledger::{RefundBody, RefundLine, RefundResult, TransactionDetail, TransactionStatus, Unrefunded, VoidResult};
 use super::schema::number::Usd;
 use super::schema::param::{IdempotencyKey, Param};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::error_responses;
 use crate::ledger::corrections::{self, RefundAsk, Refunded, Refused};
+use crate::ledger::liability::Line;
 
 pub struct CorrectionsApi(pub Arc<AppState>);
 
@@ -41,6 +43,21 @@ error_responses!(RefundErrors {
     404 => NotFound: "RESOURCE_NOT_FOUND: the account has no such transaction.",
     409 => Conflict: "RESOURCE_CONFLICT: the transaction is voided or is itself a refund, or refund_date falls in a period marked filed for its state; IDEMPOTENCY_KEY_CONFLICT (same key, different body).",
     429 => TooManyRequests: "RATE_LIMITED: the key's 120 calls per 60 s (Retry-After sent).",
+    503 => DbUnavailable: "DB_UNAVAILABLE.",
+});
+
+#[derive(ApiResponse)]
+#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+pub enum GetResponses {
+    /// The transaction, its refunds and what is left to refund.
+    #[oai(status = 200)]
+    Ok(Json<TransactionDetail>),
+}
+
+error_responses!(GetErrors {
+    400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",
+    401 => Unauthorized: "UNAUTHORIZED.",
+    404 => NotFound: "RESOURCE_NOT_FOUND: the account has no such transaction.",
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
@@ -75,6 +92,14 @@ impl From<Refused> for ApiError {
     }
 }
 
+/// What is left to refund of each line, as the answers show it: the sale amount (the state's line) and the tax.
+fn unrefunded(remaining: &[Line]) -> Unrefunded {
+    Unrefunded {
+        amount: Usd::cents(remaining.first().map(|l| l.gross).unwrap_or_default()),
+        tax: Usd::cents(remaining.iter().map(|l| l.tax).sum()),
+    }
+}
+
 /// The refund's answer.
 fn refund_result(r: &Refunded, reason: Option<&str>) -> RefundResult {
     let lines = r
@@ -91,7 +116,6 @@ fn refund_result(r: &Refunded, reason: Option<&str>) -> RefundResult {
             tax_remaining: Usd::cents(r.remaining.iter().find(|x| x.id == l.id).map(|x| x.tax).unwrap_or_default()),
         })
         .collect();
-    let left_amount = r.remaining.first().map(|l| l.gross).unwrap_or_default();
     RefundResult {
         success: true,
         refund_id: r.id.clone(),
@@ -100,7 +124,7 @@ fn refund_result(r: &Refunded, reason: Option<&str>) -> RefundResult {
         amount: Usd::cents(r.amount()),
         tax_refunded: Usd::cents(-r.liability.tax()),
         lines,
-        remaining: Unrefunded { amount: Usd::cents(left_amount), tax: Usd::cents(r.remaining.iter().map(|l| l.tax).sum()) },
+        remaining: unrefunded(&r.remaining),
         reason: reason.map(str::to_string),
         created_at: iso(r.created_at),
     }
@@ -108,6 +132,42 @@ fn refund_result(r: &Refunded, reason: Option<&str>) -> RefundResult {
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Transactions")]
 impl CorrectionsApi {
+    /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
+    const GET_TRANSACTION_EXAMPLE: &'static str = r#"{
+        "status": 200,
+        "expect": {"/transaction/external_tx_id": "inv-1001", "/transaction/status": "recorded", "/refunds": [], "/remaining/amount": 1000, "/remaining/tax": 66}
+    }"#;
+
+    /// One recorded transaction, its refunds, and what is left to refund
+    ///
+    /// The transaction as GET /api/v1/transactions lists it, its refunds oldest first (voided ones too, with their
+    /// status), and what a refund could still give back: the sale amount and the tax of every line. A refund's own
+    /// id shows the refund (`refund_of` names the sale); a refund or a voided transaction has nothing to refund
+    /// (`remaining` is null).
+    #[oai(
+        path = "/transactions/:transaction_id",
+        method = "get",
+        operation_id = "getTransaction",
+        code_sample(lang = "json", label = "example", source = "Self::GET_TRANSACTION_EXAMPLE")
+    )]
+    async fn get(
+        &self,
+        auth: KeyAuth,
+        /// The transaction's id (GET /api/v1/transactions), or a refund's.
+        #[oai(validator(min_length = 1, max_length = 40))]
+        transaction_id: Path<String>,
+    ) -> Result<GetResponses, GetErrors> {
+        let s = &self.0;
+        let owner = s.authenticate(&auth).await?;
+        let t = corrections::standing(&s.store, &owner.entity.id, &transaction_id.0).await.map_err(ApiError::from)?;
+        Ok(GetResponses::Ok(Json(TransactionDetail {
+            success: true,
+            transaction: transaction_view(&t.row),
+            refunds: t.refunds.iter().map(transaction_view).collect(),
+            remaining: t.remaining.as_deref().map(unrefunded),
+        })))
+    }
+
     /// The example in the document (`x-code-samples`): the request and what the answer holds; the guide shows and runs it.
     const REFUND_TRANSACTION_EXAMPLE: &'static str = r#"{
         "body": {"amount": 100, "reason": "one seat returned"},

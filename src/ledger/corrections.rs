@@ -11,10 +11,10 @@
 
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
-use sea_orm::{EntityTrait, TransactionTrait};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
 
 use super::batch::micros;
-use super::liability::{Liability, RefundProblem};
+use super::liability::{Liability, Line, RefundProblem};
 use super::report::{day_number, day_of};
 use crate::engine::money::cents;
 use crate::security::new_ordered_id;
@@ -100,6 +100,28 @@ pub fn liability_of(row: &transaction::Model) -> Liability {
         l.nexus = row.role == "seller" && row.refund_of.is_none();
     }
     l
+}
+
+/// One of the account's rows as it stands now.
+pub struct Standing {
+    pub row: transaction::Model,
+    /// Its refunds, oldest first (voided ones included).
+    pub refunds: Vec<transaction::Model>,
+    /// What is left to refund of each of its lines after the refunds that count; `None` for a refund or a voided
+    /// row, neither of which can be refunded.
+    pub remaining: Option<Vec<Line>>,
+}
+
+/// The account's row `id`, its refunds and what is left to refund of it.
+pub async fn standing(store: &Store, entity_id: &str, id: &str) -> Result<Standing, Refused> {
+    let mine = transaction::Entity::find_by_id(id).filter(transaction::Column::EntityId.eq(entity_id));
+    let row = mine.one(&store.db).await?.ok_or_else(|| Refused::NotFound(format!("no transaction {id}")))?;
+    let refunds = Store::refunds_of(&store.db, id).await?;
+    let remaining = (row.voided_at.is_none() && row.refund_of.is_none()).then(|| {
+        let prior: Vec<Liability> = refunds.iter().filter(|r| r.voided_at.is_none()).map(liability_of).collect();
+        liability_of(&row).remaining(&prior)
+    });
+    Ok(Standing { row, refunds, remaining })
 }
 
 /// Whether a refund took its amount out of the counterparty's 1099 total: it gave back the sale itself (the

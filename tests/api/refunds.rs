@@ -24,6 +24,10 @@ async fn refund(app: &TestApp, key: &str, id: &str, body: Value) -> Reply {
     app.post(&format!("/api/v1/transactions/{id}/refund"), Some(key), &body).await
 }
 
+async fn standing(app: &TestApp, key: &str, id: &str) -> Reply {
+    app.get(&format!("/api/v1/transactions/{id}"), Some(key)).await
+}
+
 async fn void(app: &TestApp, key: &str, id: &str) -> Reply {
     app.request("POST", &format!("/api/v1/transactions/{id}/void"), Some(key), &[], None).await
 }
@@ -170,6 +174,67 @@ async fn parallel_refunds_never_exceed_the_sale(app: TestApp) {
     let r = app.get("/api/v1/transactions", Some(&a.key)).await;
     let sum: f64 = r.json["transactions"].as_array().unwrap().iter().map(|t| num(&t["amount"])).sum();
     assert!(sum.abs() < 1e-9, "amounts net {sum}");
+}
+
+/// GET /api/v1/transactions/{id}: a sale with its refunds and what is left to refund, as refunds and voids change it;
+/// a refund's own row; another account's row and an unknown id are not found.
+async fn one_transaction_with_its_refunds(app: TestApp) {
+    let a = app.signup("standing@example.com").await;
+    app.set_nexus(&a.key, &["TX"]).await;
+    at(&app, "2026-10-05T12:00:00Z");
+    let tx = sale(&app, &a.key, json!({"amount": 1000, "buyer_state": "TX", "buyer_zip": "78701", "counterparty_id": "acme"})).await;
+    let left = |r: &Reply| (num(&r.json["remaining"]["amount"]), num(&r.json["remaining"]["tax"]));
+
+    // Nothing refunded yet: all of it, 1,000 and the 66.00 of the three lines.
+    let r = standing(&app, &a.key, &tx).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json["transaction"]["transaction_id"], json!(tx));
+    assert_eq!((r.json["transaction"]["status"].as_str(), r.json["transaction"]["source"].as_str()), (Some("recorded"), Some("calculate")));
+    assert_eq!(num(&r.json["transaction"]["calculation"]["total_tax"]), 66.0);
+    assert_eq!(r.json["refunds"], json!([]));
+    assert_eq!(left(&r), (1000.0, 66.0));
+
+    // 400 refunded (26.40 of tax, as refunds_in_full_and_in_parts works out): 600 and 39.60 left.
+    let first = refund(&app, &a.key, &tx, json!({"amount": 400})).await;
+    assert_eq!(first.status, 201, "{}", first.text);
+    let first = first.json["refund_id"].as_str().unwrap().to_string();
+    let r = standing(&app, &a.key, &tx).await;
+    assert_eq!(r.json["transaction"]["refunds"], json!(1));
+    let refunds = r.json["refunds"].as_array().unwrap();
+    assert_eq!(refunds.len(), 1, "{}", r.text);
+    assert_eq!((refunds[0]["transaction_id"].as_str(), refunds[0]["refund_of"].as_str()), (Some(first.as_str()), Some(tx.as_str())));
+    assert_eq!((num(&refunds[0]["amount"]), num(&refunds[0]["total_tax"])), (-400.0, -26.40));
+    assert_eq!(left(&r), (600.0, 39.60));
+
+    // The refund's own row: what it refunds, and nothing of it to refund.
+    let r = standing(&app, &a.key, &first).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        (r.json["transaction"]["source"].as_str(), r.json["transaction"]["refund_of"].as_str()),
+        (Some("refund"), Some(tx.as_str()))
+    );
+    assert_eq!(num(&r.json["transaction"]["refund"]["tax_refunded"]), 26.40);
+    assert_eq!((&r.json["refunds"], &r.json["remaining"]), (&json!([]), &Value::Null));
+
+    // The refund voided: listed with its status, and the 400 can be refunded again.
+    assert_eq!(void(&app, &a.key, &first).await.status, 200);
+    let r = standing(&app, &a.key, &tx).await;
+    assert_eq!(r.json["refunds"][0]["status"], json!("voided"));
+    assert_eq!(left(&r), (1000.0, 66.0));
+    // The sale voided: nothing to refund.
+    assert_eq!(void(&app, &a.key, &tx).await.status, 200);
+    let r = standing(&app, &a.key, &tx).await;
+    assert_eq!((r.json["transaction"]["status"].as_str(), &r.json["remaining"]), (Some("voided"), &Value::Null));
+
+    // Another account's row, an unknown id, a query parameter the operation does not take.
+    let b = app.signup("standing-other@example.com").await;
+    let r = app.get(&format!("/api/v1/transactions/{tx}"), Some(&b.key)).await;
+    assert_eq!((r.status, r.code()), (404, "RESOURCE_NOT_FOUND"), "{}", r.text);
+    let r = standing(&app, &a.key, "tx_unknown").await;
+    assert_eq!((r.status, r.code()), (404, "RESOURCE_NOT_FOUND"), "{}", r.text);
+    let r = app.get(&format!("/api/v1/transactions/{tx}?limit=1"), Some(&a.key)).await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_INPUT"), "{}", r.text);
+    assert_eq!(app.get(&format!("/api/v1/transactions/{tx}"), None).await.status, 401);
 }
 
 /// One return of a report: (state, tax, period) → the return.
@@ -414,6 +479,7 @@ async fn liability_report_from_the_command_line() {
 
 on_both!(
     refunds_in_full_and_in_parts,
+    one_transaction_with_its_refunds,
     parallel_refunds_never_exceed_the_sale,
     liability_report_of_a_month,
     running_totals_follow_refunds_and_voids

@@ -197,6 +197,18 @@ pub struct Unrefunded {
     pub tax: Usd,
 }
 
+/// One transaction with its refunds, and what is left to refund of it.
+#[derive(Object)]
+pub struct TransactionDetail {
+    pub success: bool,
+    pub transaction: TransactionRecord,
+    /// Its refunds, oldest first, voided ones included (each with its status); empty for a refund.
+    pub refunds: Vec<TransactionRecord>,
+    /// What is left to refund after the refunds that count; null for a refund or a voided transaction, neither of
+    /// which can be refunded.
+    pub remaining: Option<Unrefunded>,
+}
+
 /// A refund recorded: its own ledger row, linked to the transaction, negative in sales and tax.
 #[derive(Object, Clone)]
 pub struct RefundResult {
