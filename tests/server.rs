@@ -222,10 +222,10 @@ async fn mcp_tools_answer_through_the_official_client_over_http_and_stdio() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
 
-    // Every tool of src/mcp/tools.rs, in order, annotated by what it does, described for a model.
+    // Every tool of src/api/mcp/tools.rs, in order, annotated by what it does, described for a model.
     let names: Vec<&str> = seen["http"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, levy::api::mcp::tools::TOOLS.iter().map(|t| t.name).collect::<Vec<_>>());
-    assert_eq!(names.len(), 22);
+    assert_eq!(names.len(), 23);
     for tool in seen["http"]["tools"].as_array().unwrap() {
         let spec = levy::api::mcp::tools::TOOLS.iter().find(|t| t.name == tool["name"]).unwrap();
         let reads = spec.effect == levy::api::mcp::tools::Effect::Reads;
@@ -238,7 +238,7 @@ async fn mcp_tools_answer_through_the_official_client_over_http_and_stdio() {
     }
     // Each tool's input schema is its operation's request schema, as the client compared them with the document.
     let equal = seen["http"]["schemas_equal"].as_object().unwrap();
-    assert_eq!(equal.len(), 22);
+    assert_eq!(equal.len(), 23);
     assert!(equal.values().all(|v| v == true), "{equal:?}");
 
     // 1,000 of SaaS into Austin 78701 with nexus in TX: 80% taxed at 6.25% + 1% + 1% = 1000 × 0.8 × 0.0825 = 66.00, the
@@ -264,7 +264,7 @@ async fn mcp_tools_answer_through_the_official_client_over_http_and_stdio() {
 
     // Every tool is callable with its arguments, and answers.
     let calls = seen["http"]["calls"].as_object().unwrap();
-    assert_eq!(calls.len(), 22);
+    assert_eq!(calls.len(), 23);
     for (name, call) in calls {
         assert_eq!(call["is_error"], false, "{name}: {}", call["text"]);
     }
@@ -279,6 +279,10 @@ async fn mcp_tools_answer_through_the_official_client_over_http_and_stdio() {
     let parts: Vec<f64> = refund["lines"].as_array().unwrap().iter().map(|l| l["tax"].as_f64().unwrap()).collect();
     assert_eq!(parts, [-5.0, -0.8, -0.8], "{refund}");
     assert_eq!(refund["transaction_id"], seen["http"]["calculate"]["structured"]["transaction_id"]);
+    // Read back between the two: 900 of the sale and 59.40 of its tax left to refund.
+    let standing = &calls["get_transaction"]["structured"];
+    assert_eq!((standing["remaining"]["amount"].as_f64(), standing["remaining"]["tax"].as_f64()), (Some(900.0), Some(59.4)), "{standing}");
+    assert_eq!(standing["refunds"][0]["transaction_id"], refund["refund_id"]);
     let void = &calls["void_transaction"]["structured"];
     assert_eq!((void["voided_now"].as_bool(), void["refunds_voided"][0].as_str()), (Some(true), refund["refund_id"].as_str()), "{void}");
     assert_eq!(calls["mark_period_filed"]["structured"]["last_day"], "2025-12-31");

@@ -28,6 +28,7 @@ EXAMPLES = {
     "ingest_transactions": dict(CALCULATE, external_tx_id="order-77"),
     "list_transactions": {"limit": 5, "role": "seller"},
     "refund_transaction": None,
+    "get_transaction": None,
     "void_transaction": None,
     "get_liability_report": {"from": "2026-01-01", "to": "2026-12-31", "period": "quarter"},
     "mark_period_filed": {"state": "TX", "period": "2025-12"},
@@ -134,10 +135,11 @@ async def session(client, doc, everything):
             t.name: resolve(t.input_schema, t.input_schema.get("$defs", {})) == expected_input(doc, by_title[t.title])
             for t in listed
         }
-        # The corrections take the transaction just recorded: a tenth of it refunded, then it voided with the refund.
+        # The corrections take the transaction just recorded: a tenth of it refunded, the transaction read with its
+        # refund, then it voided with the refund.
         tx = seen["calculate"]["structured"]["transaction_id"]
         examples = dict(EXAMPLES, refund_transaction={"transaction_id": tx, "amount": 100, "reason": "one seat returned"},
-                        void_transaction={"transaction_id": tx})
+                        get_transaction={"transaction_id": tx}, void_transaction={"transaction_id": tx})
         seen["calls"] = {name: outcome(await client.call_tool(name, args)) for name, args in examples.items()}
         seen["malformed"] = outcome(await client.call_tool("calculate_tax", dict(CALCULATE, amount="ten", buyer_state="XX")))
         seen["unknown_tool"] = outcome(await client.call_tool("file_return", {}))

@@ -55,6 +55,14 @@ pub const TOOLS: &[ToolSpec] = &[
             Needs an API key; free.",
     },
     ToolSpec {
+        name: "get_transaction",
+        operation: "getTransaction",
+        effect: Effect::Reads,
+        description: "One recorded transaction (transaction_id from list_transactions or calculate_tax's answer) with \
+            its calculation, its refunds, and what is left to refund of it (the sale amount and the tax). Use it \
+            before refund_transaction to see what can still be given back. Needs an API key; free.",
+    },
+    ToolSpec {
         name: "refund_transaction",
         operation: "refundTransaction",
         effect: Effect::Records,
