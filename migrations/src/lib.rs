@@ -20,6 +20,7 @@ mod m20261126_000005_create_network;
 mod m20261126_000006_create_partners;
 mod m20261128_000001_create_refunds_and_filings;
 mod m20261128_000002_one_table_of_paid_calls;
+mod m20261128_000003_ledger_bodies_lz4;
 
 pub struct Migrator;
 
@@ -41,6 +42,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000006_create_partners::Migration),
             Box::new(m20261128_000001_create_refunds_and_filings::Migration),
             Box::new(m20261128_000002_one_table_of_paid_calls::Migration),
+            Box::new(m20261128_000003_ledger_bodies_lz4::Migration),
         ]
     }
 }

@@ -1,6 +1,7 @@
 //! Migrations that move data: ledger rows packed by m20261121_000005 (zstd frames against a dictionary) come back
 //! as JSON text with m20261126_000001, and the packing columns and dictionaries go; the claims of x402 and MPP
-//! payments become rows of `paid_calls` with m20261128_000002.
+//! payments become rows of `paid_calls` with m20261128_000002; on PostgreSQL the ledger's bodies are compressed with
+//! lz4 from m20261128_000003.
 
 use levy_migrations::{Migrator, MigratorTrait};
 use sea_orm::{ConnectionTrait, Statement, Value};
@@ -164,4 +165,47 @@ async fn packed_rows_are_unpacked_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn packed_rows_are_unpacked_postgres() {
     packed_rows_are_unpacked(Backend::Postgres).await;
+}
+
+/// On PostgreSQL the ledger's bodies are compressed with lz4 once the migrations have run (this machine's server has
+/// it), pglz again after the migration is undone, and a body written either way reads back as written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ledger_bodies_are_compressed_with_lz4_postgres() {
+    let Some(db) = Db::fresh(Backend::Postgres).await else { return eprintln!("TEST_DATABASE_URL not set: PostgreSQL run skipped") };
+    let store = db.store().await;
+    let conn = &store.writer;
+    let b = conn.get_database_backend();
+    // (Up to this migration, so that undoing one undoes it.)
+    let upto = Migrator::migrations().iter().position(|m| m.name() == "m20261128_000003_ledger_bodies_lz4").unwrap() as u32 + 1;
+    Migrator::up(conn, Some(upto)).await.unwrap();
+    let methods = || async {
+        let sql = "SELECT attname, attcompression::text AS method FROM pg_attribute WHERE attrelid = 'transactions'::regclass \
+                   AND attname IN ('request', 'result', 'liability') ORDER BY attname";
+        let rows = conn.query_all(Statement::from_string(b, sql)).await.unwrap();
+        rows.iter().map(|r| (r.try_get::<String>("", "attname").unwrap(), r.try_get::<String>("", "method").unwrap())).collect::<Vec<_>>()
+    };
+    let all = |m: &str| ["liability", "request", "result"].map(|c| (c.to_string(), m.to_string())).to_vec();
+    assert_eq!(methods().await, all("l"));
+    // A body long enough to be compressed (over 2 KB), written with lz4, then read.
+    let body = format!(r#"{{"success":true,"note":"{}"}}"#, "levy ".repeat(1000));
+    let insert = |id: &str| {
+        format!(
+            r#"INSERT INTO "transactions" ("id", "entity_id", "created_at", "role", "buyer_state", "counterparty_id", "amount", "amount_micros", "total_tax", "source", "request", "result", "dated") VALUES ('{id}', 'ent_1', 1, 'seller', 'TX', 'c', '1000', 1000000000, '66.00', 'calculate', '{{}}', '{body}', 20260101)"#
+        )
+    };
+    conn.execute(Statement::from_string(b, insert("tx_lz4"))).await.unwrap();
+    let compressed = |id: &str| {
+        let sql = format!(r#"SELECT pg_column_compression("result") AS method, "result" FROM "transactions" WHERE "id" = '{id}'"#);
+        async move {
+            let row = conn.query_one(Statement::from_string(b, sql)).await.unwrap().unwrap();
+            (row.try_get::<String>("", "method").unwrap(), row.try_get::<String>("", "result").unwrap())
+        }
+    };
+    assert_eq!(compressed("tx_lz4").await, ("lz4".to_string(), body.clone()));
+    // Undone: pglz for the rows written after, and the lz4 row reads the same.
+    Migrator::down(conn, Some(1)).await.unwrap();
+    assert_eq!(methods().await, all("p"));
+    conn.execute(Statement::from_string(b, insert("tx_pglz"))).await.unwrap();
+    assert_eq!(compressed("tx_pglz").await, ("pglz".to_string(), body.clone()));
+    assert_eq!(compressed("tx_lz4").await, ("lz4".to_string(), body));
 }
