@@ -11,7 +11,7 @@
 
 use chrono::NaiveDate;
 use rust_decimal::Decimal;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, TransactionTrait};
+use sea_orm::{EntityTrait, TransactionTrait};
 
 use super::batch::micros;
 use super::liability::{Liability, Line, RefundProblem};
@@ -114,14 +114,16 @@ pub struct Standing {
 
 /// The account's row `id`, its refunds and what is left to refund of it.
 pub async fn standing(store: &Store, entity_id: &str, id: &str) -> Result<Standing, Refused> {
-    let mine = transaction::Entity::find_by_id(id).filter(transaction::Column::EntityId.eq(entity_id));
-    let row = mine.one(&store.db).await?.ok_or_else(|| Refused::NotFound(format!("no transaction {id}")))?;
+    let row =
+        Store::account_transaction(&store.db, entity_id, id).await?.ok_or_else(|| Refused::NotFound(format!("no transaction {id}")))?;
     let refunds = Store::refunds_of(&store.db, id).await?;
-    let remaining = (row.voided_at.is_none() && row.refund_of.is_none()).then(|| {
-        let prior: Vec<Liability> = refunds.iter().filter(|r| r.voided_at.is_none()).map(liability_of).collect();
-        liability_of(&row).remaining(&prior)
-    });
+    let remaining = (row.voided_at.is_none() && row.refund_of.is_none()).then(|| liability_of(&row).remaining(&counted(&refunds)));
     Ok(Standing { row, refunds, remaining })
+}
+
+/// What the refunds that count (those not voided) gave back, each as its liability.
+fn counted(refunds: &[transaction::Model]) -> Vec<Liability> {
+    refunds.iter().filter(|r| r.voided_at.is_none()).map(liability_of).collect()
 }
 
 /// Whether a refund took its amount out of the counterparty's 1099 total: it gave back the sale itself (the
@@ -168,8 +170,7 @@ pub async fn refund(
         return Err(Refused::Filed { state: f.state, period: f.period });
     }
     let original = liability_of(&row);
-    let earlier: Vec<transaction::Model> = Store::refunds_of(&txn, id).await?.into_iter().filter(|r| r.voided_at.is_none()).collect();
-    let prior: Vec<Liability> = earlier.iter().map(liability_of).collect();
+    let prior = counted(&Store::refunds_of(&txn, id).await?);
     let liability = original.refund(&prior, ask.amount, ask.tax_lines.as_deref()).map_err(Refused::Invalid)?;
     let mut after = prior;
     after.push(liability.clone());

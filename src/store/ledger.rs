@@ -299,8 +299,17 @@ impl Store {
             .filter(transaction::Column::VoidedAt.is_null())
             .exec(conn)
             .await?;
-        let row = transaction::Entity::find_by_id(id).filter(transaction::Column::EntityId.eq(entity_id)).one(conn).await?;
+        let row = Store::account_transaction(conn, entity_id, id).await?;
         Ok(row.map(|r| (r, updated.rows_affected == 1)))
+    }
+
+    /// The account's row `id`; `None` when the account has no such row.
+    pub async fn account_transaction<C: ConnectionTrait>(
+        conn: &C,
+        entity_id: &str,
+        id: &str,
+    ) -> Result<Option<transaction::Model>, StoreError> {
+        Ok(transaction::Entity::find_by_id(id).filter(transaction::Column::EntityId.eq(entity_id)).one(conn).await?)
     }
 
     /// The refunds recorded of a row, oldest first (voided ones included).
