@@ -9,6 +9,7 @@ pub mod cache;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod csv;
 pub mod engine;
 pub mod gains;
 pub mod idempotency;

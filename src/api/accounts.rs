@@ -262,7 +262,7 @@ impl AccountsApi {
                 overage_calls,
                 remaining: (included - calls).max(0),
                 products: super::billing::usage_lines(statement),
-                overage_usd: crate::billing::money(statement.overage_usd()),
+                overage_usd: crate::engine::money::usd(statement.overage_usd()),
             },
             recent_transactions: o
                 .recent_transactions

@@ -17,7 +17,8 @@ use super::schema::param::{MonthParam, Param};
 use super::{ApiTags, AppState};
 use crate::billing::events::Applied;
 use crate::billing::month_start_ms;
-use crate::billing::{money, month_label, parse_month, Product, Statement};
+use crate::billing::{month_label, parse_month, Product, Statement};
+use crate::engine::money::usd;
 use crate::error_responses;
 use crate::payments::checkout::{self as stripe, Prices, ProcessorError};
 use crate::plans::DEFAULT_PLAN;
@@ -127,7 +128,7 @@ pub fn usage_lines(statement: &Statement) -> Vec<UsageLine> {
             included: l.included,
             overage_calls: l.overage_calls,
             overage_usd_per_call: l.overage_usd_per_call.map(|d| d.normalize().to_string()),
-            overage_usd: l.overage_usd.map(money),
+            overage_usd: l.overage_usd.map(usd),
         })
         .collect()
 }
@@ -302,7 +303,7 @@ pub fn usage_statement(statement: Statement) -> UsageStatement {
     UsageStatement {
         success: true,
         products: usage_lines(&statement),
-        overage_usd: money(statement.overage_usd()),
+        overage_usd: usd(statement.overage_usd()),
         entity_id: statement.entity_id,
         email: statement.email,
         month: statement.month,

@@ -13,7 +13,7 @@ pub mod events;
 use chrono::{Datelike, NaiveDate, TimeZone, Utc};
 use rust_decimal::Decimal;
 
-use crate::engine::money::cents;
+use crate::engine::money::{cents, usd};
 
 use crate::plans::{Plan, Plans, DEFAULT_PLAN};
 use crate::store::entity::entity;
@@ -268,7 +268,7 @@ impl Statement {
                 [
                     self.month.clone(),
                     self.entity_id.clone(),
-                    csv_field(&self.email),
+                    crate::csv::field(&self.email),
                     self.status.to_string(),
                     l.product.id().to_string(),
                     l.plan.clone(),
@@ -276,27 +276,11 @@ impl Statement {
                     opt(l.included.map(|n| n.to_string())),
                     l.overage_calls.to_string(),
                     opt(l.overage_usd_per_call.map(|d| d.normalize().to_string())),
-                    opt(l.overage_usd.map(money)),
+                    opt(l.overage_usd.map(usd)),
                 ]
                 .join(",")
             })
             .collect()
-    }
-}
-
-/// A USD amount rounded to cents as every money figure of levy is (half away from zero, `engine::money`), with
-/// two decimals: "2.50".
-pub fn money(d: Decimal) -> String {
-    let mut c = cents(d);
-    c.rescale(2);
-    c.to_string()
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
     }
 }
 

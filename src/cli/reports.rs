@@ -3,6 +3,7 @@
 use poem_openapi::types::ToJSON;
 
 use crate::api::filing::{liability_view, report_span};
+use crate::engine::money::usd;
 use crate::ledger::report::{self, Granularity};
 use crate::rules::schema::state_index;
 use crate::store::Store;
@@ -65,12 +66,12 @@ pub async fn liability(store: &Store, a: &LiabilityArgs<'_>, now_ms: i64) -> Res
             let mut row = |state: &str, period: &str, tax: &str, t: &report::Totals| {
                 text.push_str(&format!(
                     "{state:<6} {period:<8} {tax:<9} {:>14} {:>14} {:>14} {:>12} {:>12} {:>12}\n",
-                    report::money(t.sales.gross),
-                    report::money(t.sales.exempt_total()),
-                    report::money(t.sales.taxable),
-                    report::money(t.sales.tax),
-                    report::money(t.refunds.tax),
-                    report::money(t.net_tax())
+                    usd(t.sales.gross),
+                    usd(t.sales.exempt_total()),
+                    usd(t.sales.taxable),
+                    usd(t.sales.tax),
+                    usd(t.refunds.tax),
+                    usd(t.net_tax())
                 ));
             };
             for r in &report.returns {

@@ -8,6 +8,19 @@ pub fn cents(x: Decimal) -> Decimal {
     x.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero)
 }
 
+/// A money figure as every answer and report writes it: rounded to cents ([`cents`]) and kept at two places, so
+/// that 66 reads 66.00 and 2.5 reads 2.50.
+pub fn two_places(x: Decimal) -> Decimal {
+    let mut c = cents(x);
+    c.rescale(2);
+    c
+}
+
+/// [`two_places`] as text: "2.50".
+pub fn usd(x: Decimal) -> String {
+    two_places(x).to_string()
+}
+
 /// The tax on `base` at `rate`, rounded once. Amounts are capped at 1e8 and rates at 1, so the
 /// product fits easily; the checked form keeps a bad input from ever panicking.
 pub fn tax(base: Decimal, rate: Decimal) -> Option<Decimal> {
@@ -81,5 +94,16 @@ mod tests {
         assert_eq!(exact(&n("-2.5e-29")), Some(Decimal::ZERO));
         assert_eq!(exact(&json!("1.5e-3")), Some("0.0015".parse().unwrap()));
         assert_eq!(exact(&json!("1e-x")), None);
+    }
+
+    #[test]
+    fn money_is_written_with_two_places_rounded_half_away_from_zero() {
+        let d = |s: &str| s.parse::<Decimal>().unwrap();
+        assert_eq!(usd(d("66")), "66.00");
+        assert_eq!(usd(d("2.5")), "2.50");
+        assert_eq!(usd(d("0.125")), "0.13");
+        assert_eq!(usd(d("-0.125")), "-0.13");
+        assert_eq!(usd(d("1.2349")), "1.23");
+        assert_eq!(two_places(d("0")).to_string(), "0.00");
     }
 }

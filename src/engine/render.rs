@@ -264,9 +264,7 @@ impl Js for Num {
 
 /// Money, with exactly two decimals (as `money`).
 fn cents(d: Decimal) -> Num {
-    let mut c = super::money::cents(d);
-    c.rescale(2);
-    Num(c)
+    Num(super::money::two_places(d))
 }
 
 /// A rate, without trailing zeros (as `rate`).

@@ -20,7 +20,7 @@ use chrono::{Datelike, NaiveDate};
 use rust_decimal::Decimal;
 
 use super::EntityType;
-use crate::engine::money::cents;
+use crate::engine::money::{cents, two_places};
 use crate::rules::gains::{GainsRules, Schedule, StateGains, StateKind, SurtaxBase};
 use crate::rules::registry::{in_force, Citation, Dated};
 use crate::rules::schema::{FILING_STATUSES, STATES};
@@ -112,9 +112,7 @@ pub fn estimate(rules: &GainsRules, gains: Gains, p: &Profile, sold: NaiveDate) 
 
 /// Dollars to the cent, written with two places.
 fn money(d: Decimal) -> Option<Decimal> {
-    let mut c = cents(d);
-    c.rescale(2);
-    Some(c)
+    Some(two_places(d))
 }
 
 /// The tax on the slice of income from `lo` to `hi` under one status's schedule.

@@ -13,7 +13,7 @@ use rust_decimal::Decimal;
 
 use super::holding::Term;
 use super::quantity_text;
-use crate::engine::money::cents;
+use crate::engine::money::{cents, usd};
 
 pub const NOTICE: &str = "DRAFT, not filed with the IRS. Compiled from this account's own trade ledger to help prepare a return and reconcile the brokers' statements; a broker files the official Form 1099-DA. Layout of the final 2025 form (boxes 1a-1i, 2, 3a, 6, 14-16).";
 
@@ -72,19 +72,12 @@ impl Totals {
             out,
             "{{\"count\":{},\"box_1f_proceeds\":{},\"box_1g_cost_or_other_basis\":{},\"box_1i_wash_sale_loss_disallowed\":{},\"gain_or_loss\":{}}}",
             self.count,
-            m(self.proceeds),
-            m(self.cost_basis),
-            m(self.wash_sale_disallowed),
-            m(self.gain_or_loss)
+            usd(self.proceeds),
+            usd(self.cost_basis),
+            usd(self.wash_sale_disallowed),
+            usd(self.gain_or_loss)
         );
     }
-}
-
-/// Money with two decimals.
-fn m(d: Decimal) -> String {
-    let mut c = cents(d);
-    c.rescale(2);
-    c.to_string()
 }
 
 fn s(text: &str) -> String {
@@ -141,11 +134,11 @@ pub fn render(
             quantity_text(d.quantity),
             d.acquired,
             d.sold,
-            m(p),
-            m(b),
-            m(w),
+            usd(p),
+            usd(b),
+            usd(w),
             d.term.name(),
-            m(g)
+            usd(g)
         );
     }
     out.push_str("],\"totals\":{\"short_term\":");

@@ -10,6 +10,7 @@ use chrono::{Datelike, NaiveDate};
 use rust_decimal::Decimal;
 
 use super::liability::{Liability, Line, Reason};
+use crate::engine::money::usd;
 use crate::rules::schema::LOCAL_LEVELS;
 use crate::store::entity::filed_period;
 use crate::store::ledger::LedgerFigures;
@@ -263,13 +264,6 @@ pub async fn of_account(
     Ok(build(&rows, granularity, &filed, from, to))
 }
 
-/// Money with two decimals.
-pub fn money(d: Decimal) -> String {
-    let mut c = crate::engine::money::cents(d);
-    c.rescale(2);
-    c.to_string()
-}
-
 /// The CSV columns, in order.
 pub fn csv_header() -> Vec<String> {
     let mut h: Vec<String> =
@@ -295,23 +289,15 @@ pub fn csv_header() -> Vec<String> {
     h
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 fn csv_row(head: [&str; 6], t: &Totals) -> String {
-    let mut f: Vec<String> = head.iter().map(|s| csv_field(s)).collect();
+    let mut f: Vec<String> = head.iter().map(|s| crate::csv::field(s)).collect();
     f.push(t.sales.count.to_string());
-    f.push(money(t.sales.gross));
-    f.extend(Reason::ALL.iter().map(|r| money(t.sales.exempt.get(r).copied().unwrap_or_default())));
-    f.extend([money(t.sales.exempt_total()), money(t.sales.taxable), money(t.sales.tax)]);
-    f.extend([t.refunds.count.to_string(), money(t.refunds.gross), money(t.refunds.taxable), money(t.refunds.tax)]);
-    f.extend([t.voids.count.to_string(), money(t.voids.gross), money(t.voids.tax)]);
-    f.extend([money(t.net_taxable()), money(t.net_tax())]);
+    f.push(usd(t.sales.gross));
+    f.extend(Reason::ALL.iter().map(|r| usd(t.sales.exempt.get(r).copied().unwrap_or_default())));
+    f.extend([usd(t.sales.exempt_total()), usd(t.sales.taxable), usd(t.sales.tax)]);
+    f.extend([t.refunds.count.to_string(), usd(t.refunds.gross), usd(t.refunds.taxable), usd(t.refunds.tax)]);
+    f.extend([t.voids.count.to_string(), usd(t.voids.gross), usd(t.voids.tax)]);
+    f.extend([usd(t.net_taxable()), usd(t.net_tax())]);
     f.join(",")
 }
 

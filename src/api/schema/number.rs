@@ -78,9 +78,7 @@ fn number(d: Decimal) -> Number {
 impl Usd {
     /// Money, rounded to cents and written with both decimals.
     pub fn cents(d: Decimal) -> Usd {
-        let mut c = crate::engine::money::cents(d);
-        c.rescale(2);
-        Usd(number(c))
+        Usd(number(crate::engine::money::two_places(d)))
     }
 }
 
