@@ -5,7 +5,7 @@
 # with its ledger write, each driven with every connection count of LEVY_BENCH_CONNS (default 16 and
 # 64); each endpoint's maximum throughput is its best of those, and its ratio to the baseline is of
 # maxima. Then p50/p99 again at about half of each endpoint's maximum throughput, with each connection
-# count that can carry it (wrk paced per connection with its delay() hook), LEVY_BENCH_HALF_RUNS times (default
+# count that can carry it (wrk paced per connection with its delay() hook, pauses of exponential length), LEVY_BENCH_HALF_RUNS times (default
 # 3): a p99 from one 10-second run on a shared machine moves by a fifth or more from run to run, so each
 # row's half-load figures are the run with the median p99, and every run's p99 is printed beside it.
 #
@@ -77,11 +77,22 @@ wrk.method = "$1"
 wrk.body = [[$2]]
 wrk.headers["Content-Type"] = "application/json"
 $3
--- A mean pause of PAUSE_MS milliseconds (fractional): wrk waits whole milliseconds, so each wait is the
--- whole part or one more, at random, in the proportion that makes the mean.
+-- Pauses drawn from an exponential distribution of mean PAUSE_MS milliseconds, so that each connection sends
+-- as independent callers do (a Poisson process): with one fixed pause, the callers a ledger batch answers
+-- together come back together, and the load turns into bursts (benches/README.md, "Pacing"). wrk waits whole
+-- milliseconds: each draw is rounded down or up at random, in the proportion that keeps its mean. Each thread
+-- seeds its own generator.
 local pause = tonumber(os.getenv("PAUSE_MS") or "0")
-local whole, frac = math.floor(pause), pause - math.floor(pause)
-function delay() if math.random() < frac then return whole + 1 end return whole end
+local threads = 0
+function setup(thread) threads = threads + 1; thread:set("seed", threads) end
+function init(args) math.randomseed(os.time() * 1000 + (seed or 0)) end
+function delay()
+  if pause <= 0 then return 0 end
+  local d = -pause * math.log(1 - math.random())
+  local whole = math.floor(d)
+  if math.random() < d - whole then return whole + 1 end
+  return whole
+end
 LUA
 }
 script GET "" "" >"$WORK/health.lua"

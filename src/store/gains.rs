@@ -219,13 +219,4 @@ impl Store {
             .all(&self.db)
             .await?)
     }
-
-    /// The dispositions of one sell.
-    pub async fn dispositions_of_trade<C: ConnectionTrait>(conn: &C, trade_id: &str) -> Result<Vec<disposition::Model>, StoreError> {
-        Ok(disposition::Entity::find()
-            .filter(disposition::Column::TradeId.eq(trade_id))
-            .order_by_asc(disposition::Column::Id)
-            .all(conn)
-            .await?)
-    }
 }
