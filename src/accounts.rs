@@ -6,7 +6,9 @@ use serde_json::Value;
 
 use crate::billing::{month_counts, month_start_ms, Standing, Statement};
 use crate::plans::Plans;
-use crate::security::{check_login_password, hash_password, new_id, new_session_token, sha256_hex, DataKey};
+use crate::security::{
+    check_login_password, hash_password_off_thread, new_id, new_session_token, off_request_threads, sha256_hex, DataKey,
+};
 use crate::store::entity::{agent, api_key, entity, network_profile, session, trade, transaction};
 use crate::store::gains::TradeFilter;
 use crate::store::{Store, StoreError};
@@ -85,7 +87,7 @@ pub async fn sign_up(store: &Store, data_key: &DataKey, new: NewAccount, now: i6
         network_profile::Model::new(agent.id.clone(), id.clone(), name, state, new.visibility.clone(), new.description.clone(), work, now)
     });
     let password = new.password;
-    let password_hash = blocking(move || hash_password(&password)).await?.map_err(Refused::Internal)?;
+    let password_hash = hash_password_off_thread(password).await.map_err(Refused::Internal)?;
     let account = entity::Model {
         password_hash,
         agent_name: new.agent_name,
@@ -122,7 +124,7 @@ pub struct LoggedIn {
 pub async fn log_in(store: &Store, email: &str, password: String, now: i64) -> Result<LoggedIn, Refused> {
     let account = store.entity_by_email(email).await?;
     let stored = account.as_ref().map(|a| a.password_hash.clone());
-    let opened = blocking(move || check_login_password(&password, stored.as_deref())).await?;
+    let opened = off_request_threads(move || check_login_password(&password, stored.as_deref())).await.map_err(Refused::Internal)?;
     let Some(account) = account.filter(|_| opened) else { return Err(Refused::WrongCredentials) };
     let token = new_session_token();
     let expires_at = now + SESSION_LIFETIME_MS;
@@ -167,9 +169,4 @@ pub async fn add_agent(
     let a = agent::Model { id: new_id("agt"), entity_id: entity_id.to_string(), name, work_type, description, created_at: now };
     store.insert_agent(a.clone()).await?;
     Ok(a)
-}
-
-/// Argon2 work, off the request threads (it takes tens of milliseconds of CPU by design).
-async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, Refused> {
-    tokio::task::spawn_blocking(work).await.map_err(|e| Refused::Internal(e.to_string()))
 }

@@ -63,6 +63,17 @@ pub fn hash_password(password: &str) -> Result<String, String> {
     Argon2::default().hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(|e| e.to_string())
 }
 
+/// `work` on a blocking thread, off the request threads: argon2 takes tens of milliseconds of CPU by design. Its
+/// value, or why the thread failed.
+pub async fn off_request_threads<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| e.to_string())
+}
+
+/// [`hash_password`] off the request threads.
+pub async fn hash_password_off_thread(password: String) -> Result<String, String> {
+    off_request_threads(move || hash_password(&password)).await?
+}
+
 pub fn verify_password(password: &str, stored: &str) -> bool {
     PasswordHash::new(stored).is_ok_and(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
 }

@@ -12,6 +12,32 @@ use super::payload::JsonText;
 /// so a new tag) or at midnight UTC when a dated entry takes effect, and `as_of` pins a date.
 pub const CACHE_CONTROL: &str = "public, max-age=3600";
 
+/// Declares a conditional GET's answer: the body with its `ETag` and `Cache-Control` ([`CACHE_CONTROL`], which the
+/// header's description repeats: an attribute takes no constant), or 304 Not Modified.
+#[macro_export]
+macro_rules! cached_response {
+    ($name:ident, $body:ty, $doc:literal) => {
+        #[derive(poem_openapi::ApiResponse)]
+        #[oai(
+            header(name = "X-Request-Id", ty = "String", description = "The request id."),
+            header(
+                name = "ETag",
+                ty = "String",
+                description = "The rule set's version and a hash of this representation; send it in If-None-Match to get 304 while it is current."
+            ),
+            header(name = "Cache-Control", ty = "String", description = "public, max-age=3600.")
+        )]
+        pub enum $name {
+            #[doc = $doc]
+            #[oai(status = 200)]
+            Ok($crate::api::payload::JsonText<$body>),
+            /// If-None-Match names the current ETag: no body.
+            #[oai(status = 304)]
+            NotModified,
+        }
+    };
+}
+
 /// The strong tag of `body` served at `path` under the rule set `rules_version`.
 pub fn etag(rules_version: &str, path: &str, body: &str) -> String {
     let mut h = Sha256::new();

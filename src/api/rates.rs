@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use super::caching::unless_current;
 use super::context::client_ip;
 use super::error::ApiError;
-use super::payload::{Body, Json, JsonText};
+use super::payload::{Body, Json};
 use super::schema::number::Fraction;
 use super::schema::param::{is_zip, listed_query, state_query, text, true_false_query, IsoDate, Param, StateParam, TrueFalse, ZipParam};
 use super::schema::rates::{
@@ -32,48 +32,14 @@ use crate::rules::schema::{state_index, STATES};
 
 pub struct PublicRatesApi(pub Arc<AppState>);
 
-#[derive(ApiResponse)]
-#[oai(
-    header(name = "X-Request-Id", ty = "String", description = "The request id."),
-    header(
-        name = "ETag",
-        ty = "String",
-        description = "The rule set's version and a hash of this representation; send it in If-None-Match to get 304 while it is current."
-    ),
-    header(name = "Cache-Control", ty = "String", description = "public, max-age=3600.")
-)]
-pub enum TableResponse {
-    /// The table: full (default), verified, or compact.
-    #[oai(status = 200)]
-    Ok(JsonText<RatesBody>),
-    /// If-None-Match names the current ETag: no body.
-    #[oai(status = 304)]
-    NotModified,
-}
+crate::cached_response!(TableResponse, RatesBody, "The table: full (default), verified, or compact.");
 
 error_responses!(TableErrors {
     400 => BadRequest: "INVALID_INPUT: state, format, explain or as_of is not one of the documented values.",
     404 => NotFound: "RESOURCE_NOT_FOUND: as_of is before the first date the rules cover.",
 });
 
-#[derive(ApiResponse)]
-#[oai(
-    header(name = "X-Request-Id", ty = "String", description = "The request id."),
-    header(
-        name = "ETag",
-        ty = "String",
-        description = "The rule set's version and a hash of this representation; send it in If-None-Match to get 304 while it is current."
-    ),
-    header(name = "Cache-Control", ty = "String", description = "public, max-age=3600.")
-)]
-pub enum LocalResponse {
-    /// The combined rate at the zip code, with each layer.
-    #[oai(status = 200)]
-    Ok(JsonText<LocalRates>),
-    /// If-None-Match names the current ETag: no body.
-    #[oai(status = 304)]
-    NotModified,
-}
+crate::cached_response!(LocalResponse, LocalRates, "The combined rate at the zip code, with each layer.");
 
 error_responses!(LocalErrors {
     400 => BadRequest: "INVALID_INPUT: zip is missing or neither 5 digits nor ZIP+4, or as_of is not a date.",

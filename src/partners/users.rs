@@ -3,7 +3,7 @@
 
 use super::{Refused, CLAIM_LIFETIME_MS};
 use crate::clock::iso;
-use crate::security::{hash_password, new_id, new_ordered_id, sha256_hex};
+use crate::security::{hash_password_off_thread, new_id, new_ordered_id, sha256_hex};
 use crate::store::entity::{agent, api_key, entity, partner, partner_user};
 use crate::store::partners::{Claimed, NewPartnerUser, Nonce, Provisioned};
 use crate::store::{Store, StoreError};
@@ -99,11 +99,7 @@ pub async fn claim(store: &Store, token: &str, email: &str, password: String, no
     if let Some(refused) = link_refusal(store.claim_link(&hash).await?.as_ref(), now) {
         return Err(refused);
     }
-    // Argon2 work, off the request threads (it takes tens of milliseconds of CPU by design).
-    let password_hash = tokio::task::spawn_blocking(move || hash_password(&password))
-        .await
-        .map_err(|e| Refused::Internal(e.to_string()))?
-        .map_err(Refused::Internal)?;
+    let password_hash = hash_password_off_thread(password).await.map_err(Refused::Internal)?;
     match store.claim(&hash, email, &password_hash, now).await? {
         Claimed::Now(u) => Ok(*u),
         Claimed::EmailTaken => Err(Refused::Conflict("an account with this email already exists; claim with another email".into())),

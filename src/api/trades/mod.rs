@@ -113,24 +113,7 @@ error_responses!(ExportErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(
-    header(name = "X-Request-Id", ty = "String", description = "The request id."),
-    header(
-        name = "ETag",
-        ty = "String",
-        description = "The rule set's version and a hash of this representation; send it in If-None-Match to get 304 while it is current."
-    ),
-    header(name = "Cache-Control", ty = "String", description = "public, max-age=3600.")
-)]
-pub enum RatesResponse {
-    /// Each state's treatment: the full table, or the compact form.
-    #[oai(status = 200)]
-    Ok(JsonText<CapitalGainsRates>),
-    /// If-None-Match names the current ETag: no body.
-    #[oai(status = 304)]
-    NotModified,
-}
+crate::cached_response!(RatesResponse, CapitalGainsRates, "Each state's treatment: the full table, or the compact form.");
 
 error_responses!(RatesErrors {
     400 => BadRequest: "INVALID_INPUT: state is not a state code, format is not compact or full, or explain is not true or false.",
