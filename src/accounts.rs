@@ -129,7 +129,7 @@ pub async fn log_in(store: &Store, email: &str, password: String, now: i64) -> R
     let token = new_session_token();
     let expires_at = now + SESSION_LIFETIME_MS;
     let row = session::Model { token_hash: sha256_hex(token.as_bytes()), entity_id: account.id.clone(), created_at: now, expires_at };
-    store.insert_session(row).await?;
+    Store::insert(&store.db, row).await?;
     Ok(LoggedIn { token, expires_at, entity_id: account.id })
 }
 
@@ -167,6 +167,6 @@ pub async fn add_agent(
     now: i64,
 ) -> Result<agent::Model, StoreError> {
     let a = agent::Model { id: new_id("agt"), entity_id: entity_id.to_string(), name, work_type, description, created_at: now };
-    store.insert_agent(a.clone()).await?;
+    Store::insert(&store.db, a.clone()).await?;
     Ok(a)
 }

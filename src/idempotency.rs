@@ -35,43 +35,12 @@ pub fn is_key(key: &str) -> bool {
     (1..=MAX_KEY_LEN).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic())
 }
 
-/// JSON with object keys sorted, so that equal bodies hash equally whatever their key order.
-fn canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String((*k).clone()).to_string());
-                out.push(':');
-                canonical(&m[k.as_str()], out);
-            }
-            out.push('}');
-        }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(x, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-/// The hash that tells "same body" from "different body", per operation.
+/// The hash that tells "same body" from "different body", per operation: the body written with its object keys
+/// sorted, so that equal bodies hash equally whatever their key order.
 pub fn body_hash(operation: &str, v: &Value) -> String {
-    let mut s = String::from(operation);
-    s.push('\n');
-    canonical(v, &mut s);
-    sha256_hex(s.as_bytes())
+    let mut sorted = v.clone();
+    sorted.sort_all_objects();
+    sha256_hex(format!("{operation}\n{sorted}").as_bytes())
 }
 
 pub enum Begin {

@@ -312,12 +312,23 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-fn runtime() -> Option<tokio::runtime::Runtime> {
-    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => Some(rt),
+/// Runs `work` on a new async runtime: hands its value to `done` and exits 0, or prints its error and exits 1.
+fn run<T>(work: impl std::future::Future<Output = Result<T, String>>, done: impl FnOnce(T)) -> u8 {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            None
+            return 1;
+        }
+    };
+    match rt.block_on(work) {
+        Ok(value) => {
+            done(value);
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
         }
     }
 }
@@ -334,14 +345,7 @@ fn serve(bind: Option<String>, database_url: Option<String>, rules: Option<PathB
     if let Some(r) = rules {
         config.rules_dir = Some(r);
     }
-    let Some(rt) = runtime() else { return 1 };
-    match rt.block_on(levy::server::serve(config)) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("error: {e}");
-            1
-        }
-    }
+    run(levy::server::serve(config), |()| {})
 }
 
 fn migrate(database_url: Option<String>) -> u8 {
@@ -350,17 +354,7 @@ fn migrate(database_url: Option<String>) -> u8 {
     if let Some(u) = database_url {
         config.database_url = u;
     }
-    let Some(rt) = runtime() else { return 1 };
-    match rt.block_on(levy::server::connect_and_migrate(&config.database_url)) {
-        Ok(_) => {
-            println!("ok: migrations applied");
-            0
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            1
-        }
-    }
+    run(levy::server::connect_and_migrate(&config.database_url), |_| println!("ok: migrations applied"))
 }
 
 /// Runs an operator's command on the configured database (`--database-url` overrides DATABASE_URL), migrated:
@@ -373,21 +367,11 @@ fn operate(
     if let Some(u) = database_url {
         config.database_url = u;
     }
-    let Some(rt) = runtime() else { return 1 };
-    let result = rt.block_on(async {
+    let work = async {
         let store = levy::server::connect_and_migrate(&config.database_url).await?;
         command(&config, store, chrono::Utc::now().timestamp_millis()).await
-    });
-    match result {
-        Ok(text) => {
-            println!("{text}");
-            0
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            1
-        }
-    }
+    };
+    run(work, |text| println!("{text}"))
 }
 
 fn accounts(database_url: Option<String>, command: AccountsCommand) -> u8 {
@@ -435,31 +419,14 @@ fn partners(database_url: Option<String>, command: PartnersCommand) -> u8 {
 fn mcp(url: Option<String>) -> u8 {
     let url = url.or_else(|| std::env::var("LEVY_URL").ok()).unwrap_or_else(|| "http://127.0.0.1:8080".into());
     let config = levy::config::Config::from_env();
-    let Some(rt) = runtime() else { return 1 };
-    let served = rt.block_on(async {
+    let work = async {
         let state = levy::server::offline_state(&config).await?;
         levy::api::mcp::stdio::serve(&levy::api::openapi_json(state), &url, std::env::var("LEVY_API_KEY").ok()).await
-    });
-    match served {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("error: {e}");
-            1
-        }
-    }
+    };
+    run(work, |()| {})
 }
 
 fn openapi() -> u8 {
     let config = levy::config::Config::from_env();
-    let Some(rt) = runtime() else { return 1 };
-    match rt.block_on(levy::server::offline_state(&config)) {
-        Ok(state) => {
-            println!("{}", levy::api::openapi_json(state));
-            0
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            1
-        }
-    }
+    run(levy::server::offline_state(&config), |state| println!("{}", levy::api::openapi_json(state)))
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use chrono::{Datelike, TimeZone, Utc};
 use poem_openapi::types::ToJSON;
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::OpenApi;
 
 use super::auth::SessionAuth;
 use super::context::client_ip;
@@ -21,19 +21,15 @@ use super::{ApiTags, AppState};
 use crate::accounts::{self, NewAccount, Refused};
 use crate::billing::Standing;
 use crate::clock::iso;
-use crate::error_responses;
 use crate::store::decimal;
 use crate::store::entity::agent;
+use crate::{error_responses, ok_responses};
 
 pub struct AccountsApi(pub Arc<AppState>);
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum SignupResponses {
-    /// The account, its first agent and its first API key (shown once).
-    #[oai(status = 201)]
-    Created(Json<SignupResponse>),
-}
+ok_responses!(SignupResponses {
+    201 => Created(Json<SignupResponse>): "The account, its first agent and its first API key (shown once).",
+});
 
 error_responses!(SignupErrors {
     400 => BadRequest: "INVALID_INPUT (errors name each field) or INVALID_JSON_BODY; nothing is written.",
@@ -42,13 +38,9 @@ error_responses!(SignupErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum LoginResponses {
-    /// A session token for the dashboard routes.
-    #[oai(status = 200)]
-    Ok(Json<LoginResponse>),
-}
+ok_responses!(LoginResponses {
+    200 => Ok(Json<LoginResponse>): "A session token for the dashboard routes.",
+});
 
 error_responses!(LoginErrors {
     400 => BadRequest: "INVALID_INPUT or INVALID_JSON_BODY.",
@@ -57,13 +49,9 @@ error_responses!(LoginErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum MeResponses {
-    /// The account, its agents, key prefixes, this month's usage, recent transactions and trades.
-    #[oai(status = 200)]
-    Ok(Json<MeResponse>),
-}
+ok_responses!(MeResponses {
+    200 => Ok(Json<MeResponse>): "The account, its agents, key prefixes, this month's usage, recent transactions and trades.",
+});
 
 error_responses!(MeErrors {
     400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",
@@ -71,13 +59,9 @@ error_responses!(MeErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum AgentResponses {
-    /// The new agent.
-    #[oai(status = 201)]
-    Created(Json<AgentCreated>),
-}
+ok_responses!(AgentResponses {
+    201 => Created(Json<AgentCreated>): "The new agent.",
+});
 
 error_responses!(AgentErrors {
     400 => BadRequest: "INVALID_INPUT or INVALID_JSON_BODY.",

@@ -10,13 +10,13 @@
 use std::sync::Arc;
 
 use poem_openapi::payload::PlainText;
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::OpenApi;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{ApiTags, AppState};
-use crate::error_responses;
 use crate::plans::{thousands, Plan};
+use crate::{error_responses, ok_responses};
 
 /// Where the guide is served; errors an agent can act on link to it (`agent_guide` in the envelope).
 pub const GUIDE_PATH: &str = "/api/v1/agents";
@@ -386,13 +386,9 @@ pub fn guide(doc: &str, state: &AppState) -> String {
 
 pub struct AgentsApi(pub Arc<AppState>);
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum GuideResponse {
-    /// The guide.
-    #[oai(status = 200)]
-    Ok(PlainText<String>),
-}
+ok_responses!(GuideResponse {
+    200 => Ok(PlainText<String>): "The guide.",
+});
 
 error_responses!(GuideErrors {
     400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",

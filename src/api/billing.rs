@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use poem::http::StatusCode;
 use poem_openapi::param::{Header, Query};
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::OpenApi;
 use serde_json::Value;
 
 use super::auth::KeyAuth;
@@ -19,9 +19,9 @@ use crate::billing::events::Applied;
 use crate::billing::month_start_ms;
 use crate::billing::{month_label, parse_month, Product, Statement};
 use crate::engine::money::usd;
-use crate::error_responses;
 use crate::payments::checkout::{self as stripe, Prices, ProcessorError};
 use crate::plans::DEFAULT_PLAN;
+use crate::{error_responses, ok_responses};
 
 pub struct BillingApi(pub Arc<AppState>);
 
@@ -29,13 +29,9 @@ pub struct BillingApi(pub Arc<AppState>);
 const NO_CHECKOUT: &str = "checkout is not set up on this server (no payment processor is configured); its operator sets plans with \
      `levy accounts set-plan EMAIL PLAN`. The plans are at GET /api/v1/pricing";
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum CheckoutResponses {
-    /// The checkout session: send the buyer to `checkout_url`.
-    #[oai(status = 200)]
-    Ok(Json<CheckoutResponse>),
-}
+ok_responses!(CheckoutResponses {
+    200 => Ok(Json<CheckoutResponse>): "The checkout session: send the buyer to `checkout_url`.",
+});
 
 error_responses!(CheckoutErrors {
     400 => BadRequest: "INVALID_INPUT: neither shape, fields of both, an unknown product, the free tier, or a tier not sold on this server (errors names each); INVALID_JSON_BODY.",
@@ -44,13 +40,9 @@ error_responses!(CheckoutErrors {
     503 => Unavailable: "DB_UNAVAILABLE: the database or the payment processor did not answer; nothing was bought. Retry.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum WebhookResponses {
-    /// The event is taken: applied, recorded without effect, or a redelivery of one taken before.
-    #[oai(status = 200)]
-    Ok(Json<BillingEventAck>),
-}
+ok_responses!(WebhookResponses {
+    200 => Ok(Json<BillingEventAck>): "The event is taken: applied, recorded without effect, or a redelivery of one taken before.",
+});
 
 error_responses!(WebhookErrors {
     400 => BadRequest: "INVALID_JSON_BODY, or INVALID_INPUT: a signed body that is not an event.",
@@ -59,13 +51,9 @@ error_responses!(WebhookErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE: not taken; the processor delivers it again.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum UsageResponses {
-    /// The month's statement.
-    #[oai(status = 200)]
-    Ok(Json<UsageStatement>),
-}
+ok_responses!(UsageResponses {
+    200 => Ok(Json<UsageStatement>): "The month's statement.",
+});
 
 error_responses!(UsageErrors {
     400 => BadRequest: "INVALID_INPUT: month is not YYYY-MM.",

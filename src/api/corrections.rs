@@ -16,9 +16,9 @@ use super::schema::number::Usd;
 use super::schema::param::{IdempotencyKey, Param};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
-use crate::error_responses;
 use crate::ledger::corrections::{self, RefundAsk, Refunded, Refused};
 use crate::ledger::liability::Line;
+use crate::{error_responses, ok_responses};
 
 pub struct CorrectionsApi(pub Arc<AppState>);
 
@@ -46,13 +46,9 @@ error_responses!(RefundErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum GetResponses {
-    /// The transaction, its refunds and what is left to refund.
-    #[oai(status = 200)]
-    Ok(Json<TransactionDetail>),
-}
+ok_responses!(GetResponses {
+    200 => Ok(Json<TransactionDetail>): "The transaction, its refunds and what is left to refund.",
+});
 
 error_responses!(GetErrors {
     400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",
@@ -61,13 +57,9 @@ error_responses!(GetErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum VoidResponses {
-    /// The transaction is voided (now, or before: voided_now says which), with its refunds.
-    #[oai(status = 200)]
-    Ok(Json<VoidResult>),
-}
+ok_responses!(VoidResponses {
+    200 => Ok(Json<VoidResult>): "The transaction is voided (now, or before: voided_now says which), with its refunds.",
+});
 
 error_responses!(VoidErrors {
     400 => BadRequest: "INVALID_INPUT: a body or query parameter this operation does not take.",

@@ -310,6 +310,23 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// Declares an operation's success response enum: one variant per status, each with its payload and description, and
+/// the request id header on every one.
+#[macro_export]
+macro_rules! ok_responses {
+    ($name:ident { $($status:literal => $variant:ident($payload:ty): $doc:literal),+ $(,)? }) => {
+        #[derive(poem_openapi::ApiResponse)]
+        #[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
+        pub enum $name {
+            $(
+                #[doc = $doc]
+                #[oai(status = $status)]
+                $variant($payload),
+            )+
+        }
+    };
+}
+
 /// Declares an operation's error response enum: one variant per status it can return, each the envelope.
 /// An `ApiError` with a status the operation did not declare becomes 500 INTERNAL (and is logged),
 /// so the document never under-states what a route returns.

@@ -19,11 +19,11 @@ use super::schema::filing::{
 use super::schema::param::{listed_query, state_query, text, IsoDate, Param, StateParam};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
-use crate::error_responses;
 use crate::ledger::report::{self, Granularity, Period, Report};
 use crate::ledger::report::{day_number, day_of};
 use crate::rules::schema::STATES;
 use crate::store::entity::filed_period;
+use crate::{error_responses, ok_responses};
 
 pub struct FilingApi(pub Arc<AppState>);
 
@@ -81,13 +81,9 @@ error_responses!(ReportErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum FiledResponses {
-    /// The period is marked filed (now, or before: already_filed says which).
-    #[oai(status = 200)]
-    Ok(Json<FiledPeriod>),
-}
+ok_responses!(FiledResponses {
+    200 => Ok(Json<FiledPeriod>): "The period is marked filed (now, or before: already_filed says which).",
+});
 
 error_responses!(FiledErrors {
     400 => BadRequest: "INVALID_INPUT: state or period (YYYY-MM, YYYY-Qn, YYYY) invalid, or a period that has not ended. Or INVALID_JSON_BODY.",

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use poem_openapi::param::Query;
 use poem_openapi::types::MaybeUndefined;
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::OpenApi;
 
 use super::auth::KeyOrDemo;
 use super::error::ApiError;
@@ -14,30 +14,22 @@ use super::schema::guides::{BlogArticle, BlogCategory, BlogEntry, BlogResponse, 
 use super::schema::param::{text, Param};
 use super::{ApiTags, AppState};
 use crate::blog::{self, Article};
-use crate::error_responses;
+use crate::{error_responses, ok_responses};
 
 pub struct GuidesApi(pub Arc<AppState>);
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum BlogResponses {
-    /// The index, or one article.
-    #[oai(status = 200)]
-    Ok(Json<BlogResponse>),
-}
+ok_responses!(BlogResponses {
+    200 => Ok(Json<BlogResponse>): "The index, or one article.",
+});
 
 error_responses!(BlogErrors {
     400 => BadRequest: "INVALID_INPUT: slug is not a well-formed slug, or category is empty or longer than 100 characters.",
     404 => NotFound: "RESOURCE_NOT_FOUND: no article has this slug (in the category, when one is sent too).",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum OnboardingResponses {
-    /// The steps; with an API key, each with whether the account has done it.
-    #[oai(status = 200)]
-    Ok(Json<OnboardingResponse>),
-}
+ok_responses!(OnboardingResponses {
+    200 => Ok(Json<OnboardingResponse>): "The steps; with an API key, each with whether the account has done it.",
+});
 
 error_responses!(OnboardingErrors {
     400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",

@@ -3,22 +3,18 @@
 use std::sync::Arc;
 
 use poem_openapi::payload::Json;
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::OpenApi;
 
 use super::error::ApiError;
 use super::schema::ledger::{DatabaseHealth, Health};
 use super::{ApiTags, AppState};
-use crate::error_responses;
+use crate::{error_responses, ok_responses};
 
 pub struct HealthApi(pub Arc<AppState>);
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum HealthResponse {
-    /// The service is up and its database answers.
-    #[oai(status = 200)]
-    Ok(Json<Health>),
-}
+ok_responses!(HealthResponse {
+    200 => Ok(Json<Health>): "The service is up and its database answers.",
+});
 
 error_responses!(HealthErrors {
     400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",

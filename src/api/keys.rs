@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use poem::http::StatusCode;
 use poem_openapi::param::Query;
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::OpenApi;
 
 use super::auth::KeyAuth;
 use super::error::{ApiError, ErrorCode};
@@ -12,8 +12,9 @@ use super::payload::{Body, Json, OptionalBody};
 use super::schema::accounts::{KeyCreateRequest, KeyCreated, KeyList, KeySummary, NewApiKey, RevokeRequest, RevokeResponse};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
-use crate::error_responses;
 use crate::store::entity::api_key;
+use crate::store::Store;
+use crate::{error_responses, ok_responses};
 
 pub struct KeysApi(pub Arc<AppState>);
 
@@ -37,13 +38,9 @@ pub fn summary(k: &api_key::Model) -> KeySummary {
     }
 }
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum ListKeysResponses {
-    /// The account's keys, by prefix only.
-    #[oai(status = 200)]
-    Ok(Json<KeyList>),
-}
+ok_responses!(ListKeysResponses {
+    200 => Ok(Json<KeyList>): "The account's keys, by prefix only.",
+});
 
 error_responses!(ListKeysErrors {
     400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",
@@ -51,13 +48,9 @@ error_responses!(ListKeysErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum CreateKeyResponses {
-    /// The new key, shown once.
-    #[oai(status = 201)]
-    Created(Json<KeyCreated>),
-}
+ok_responses!(CreateKeyResponses {
+    201 => Created(Json<KeyCreated>): "The new key, shown once.",
+});
 
 error_responses!(CreateKeyErrors {
     400 => BadRequest: "INVALID_INPUT (type test: test keys are not available yet) or INVALID_JSON_BODY.",
@@ -65,13 +58,9 @@ error_responses!(CreateKeyErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum RevokeKeyResponses {
-    /// The key is revoked; its next call gets 401.
-    #[oai(status = 200)]
-    Ok(Json<RevokeResponse>),
-}
+ok_responses!(RevokeKeyResponses {
+    200 => Ok(Json<RevokeResponse>): "The key is revoked; its next call gets 401.",
+});
 
 error_responses!(RevokeKeyErrors {
     400 => BadRequest: "INVALID_INPUT: prefix missing or not 16 characters; or INVALID_JSON_BODY.",
@@ -117,11 +106,7 @@ impl KeysApi {
         operation_id = "createKey",
         code_sample(lang = "json", label = "example", source = "Self::CREATE_KEY_EXAMPLE")
     )]
-    async fn create(
-        &self,
-        auth: KeyAuth,
-        OptionalBody(body): OptionalBody<KeyCreateRequest>,
-    ) -> Result<CreateKeyResponses, CreateKeyErrors> {
+    async fn create(&self, auth: KeyAuth, body: OptionalBody<KeyCreateRequest>) -> Result<CreateKeyResponses, CreateKeyErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
         let req = body.parse().map_err(|mut e| {
@@ -136,7 +121,7 @@ impl KeysApi {
         })?;
         let name = req.name.unwrap_or_else(|| "Default".into());
         let (raw, row) = api_key::Model::fresh(&owner.entity.id, &name, s.clock.now_ms());
-        s.store.insert_key(row.clone()).await.map_err(ApiError::from)?;
+        Store::insert(&s.store.db, row.clone()).await.map_err(ApiError::from)?;
         Ok(CreateKeyResponses::Created(Json(KeyCreated { success: true, api_key: key_view(&raw, &row) })))
     }
 

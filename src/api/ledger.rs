@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use poem_openapi::param::Query;
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::OpenApi;
 use serde_json::{Map, Number, Value};
 
 use super::auth::KeyAuth;
@@ -19,27 +19,21 @@ use super::schema::number::{Exact, Usd};
 use super::schema::param::{text, DateOrDateTime, Param, StateParam};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
-use crate::error_responses;
 use crate::ledger::report::day_of;
 use crate::ledger::{Entry, EntryOutcome, Job, Payer, Source, EXTRA_FIELDS};
 use crate::rules::diag::did_you_mean;
 use crate::rules::schema::{state_index, Fact, STATES, TRANSACTION_TYPES};
 use crate::store::entity::transaction;
 use crate::store::ledger::TransactionFilter;
+use crate::{error_responses, ok_responses};
 use poem_openapi::types::ParseFromJSON;
 
 pub struct LedgerApi(pub Arc<AppState>);
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum IngestResponses {
-    /// At least one record was written.
-    #[oai(status = 201)]
-    Created(Json<IngestResponse>),
-    /// Every record was a duplicate: the originals are returned and nothing was written.
-    #[oai(status = 200)]
-    Replayed(Json<IngestResponse>),
-}
+ok_responses!(IngestResponses {
+    201 => Created(Json<IngestResponse>): "At least one record was written.",
+    200 => Replayed(Json<IngestResponse>): "Every record was a duplicate: the originals are returned and nothing was written.",
+});
 
 error_responses!(IngestErrors {
     400 => BadRequest: "INVALID_INPUT: errors name each record by index and field (records[3].amount: …); nothing is written. Or INVALID_JSON_BODY.",
@@ -49,13 +43,9 @@ error_responses!(IngestErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum ListResponses {
-    /// The account's transactions, newest first, each with its recorded calculation.
-    #[oai(status = 200)]
-    Ok(Json<TransactionList>),
-}
+ok_responses!(ListResponses {
+    200 => Ok(Json<TransactionList>): "The account's transactions, newest first, each with its recorded calculation.",
+});
 
 error_responses!(ListErrors {
     400 => BadRequest: "INVALID_INPUT: a query parameter is invalid (role, state, buyer_state, transaction_type, since, limit, offset) or a parameter it does not list.",

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use poem_openapi::param::Query;
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::OpenApi;
 
 use super::auth::KeyAuth;
 use super::context::client_ip;
@@ -20,10 +20,10 @@ use super::schema::network::{
 use super::schema::param::{AgentIdParam, PageNumber, Param, ShortText, WorkTypeFilter};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
-use crate::error_responses;
 use crate::rules::schema::WORK_TYPES;
 use crate::store::entity::network_profile;
 use crate::store::network::{DirectoryQuery, Saved, PUBLIC};
+use crate::{error_responses, ok_responses};
 
 pub struct NetworkApi(pub Arc<AppState>);
 
@@ -116,16 +116,10 @@ fn page_of(page: Query<Option<Param<PageNumber>>>) -> Result<u64, ApiError> {
     page.0.map_or(Ok(0), |p| p.checked_whole::<u64>("page").map(|n| n - 1))
 }
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum SaveProfileResponses {
-    /// The profile is created.
-    #[oai(status = 201)]
-    Created(Json<NetworkProfileResponse>),
-    /// The account's profile of this agent id is updated.
-    #[oai(status = 200)]
-    Ok(Json<NetworkProfileResponse>),
-}
+ok_responses!(SaveProfileResponses {
+    201 => Created(Json<NetworkProfileResponse>): "The profile is created.",
+    200 => Ok(Json<NetworkProfileResponse>): "The account's profile of this agent id is updated.",
+});
 
 error_responses!(SaveProfileErrors {
     400 => BadRequest: "INVALID_INPUT (errors names each field, `principal.` before the principal's) or INVALID_JSON_BODY.",
@@ -134,13 +128,9 @@ error_responses!(SaveProfileErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum GetProfileResponses {
-    /// The profile.
-    #[oai(status = 200)]
-    Ok(Json<NetworkProfileResponse>),
-}
+ok_responses!(GetProfileResponses {
+    200 => Ok(Json<NetworkProfileResponse>): "The profile.",
+});
 
 error_responses!(GetProfileErrors {
     400 => BadRequest: "INVALID_INPUT: agent_id is not an agent id.",
@@ -149,13 +139,9 @@ error_responses!(GetProfileErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum DirectoryResponses {
-    /// One public profile (agent_id given), or a page of them.
-    #[oai(status = 200)]
-    Ok(Json<DirectoryAnswer>),
-}
+ok_responses!(DirectoryResponses {
+    200 => Ok(Json<DirectoryAnswer>): "One public profile (agent_id given), or a page of them.",
+});
 
 error_responses!(DirectoryErrors {
     400 => BadRequest: "INVALID_INPUT: page is not an integer from 1 to 100000, or agent_id or search is malformed.",
@@ -164,13 +150,9 @@ error_responses!(DirectoryErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum FeedResponses {
-    /// A page of the feed.
-    #[oai(status = 200)]
-    Ok(Json<FeedPage>),
-}
+ok_responses!(FeedResponses {
+    200 => Ok(Json<FeedPage>): "A page of the feed.",
+});
 
 error_responses!(FeedErrors {
     400 => BadRequest: "INVALID_INPUT: page is not an integer from 1 to 100000.",

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use poem_openapi::types::ParseFromJSON;
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::OpenApi;
 
 use super::auth::KeyAuth;
 use super::error::ApiError;
@@ -13,19 +13,15 @@ use super::schema::calculate::NexusAlert;
 use super::schema::ledger::{NexusAlertsResponse, NexusEntryOut, NexusRequest, NexusResponse};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
-use crate::error_responses;
 use crate::store::entity::entity;
 use crate::store::nexus::NexusEntry;
+use crate::{error_responses, ok_responses};
 
 pub struct NexusApi(pub Arc<AppState>);
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum NexusResponses {
-    /// The account's stored nexus configuration after the change (or as it stands).
-    #[oai(status = 200)]
-    Ok(Json<NexusResponse>),
-}
+ok_responses!(NexusResponses {
+    200 => Ok(Json<NexusResponse>): "The account's stored nexus configuration after the change (or as it stands).",
+});
 
 error_responses!(NexusErrors {
     400 => BadRequest: "INVALID_INPUT (errors name each state and field) or INVALID_JSON_BODY; nothing is written.",
@@ -33,13 +29,9 @@ error_responses!(NexusErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum AlertsResponses {
-    /// States at 80% or more of their threshold (possibly none).
-    #[oai(status = 200)]
-    Ok(Json<NexusAlertsResponse>),
-}
+ok_responses!(AlertsResponses {
+    200 => Ok(Json<NexusAlertsResponse>): "States at 80% or more of their threshold (possibly none).",
+});
 
 error_responses!(AlertsErrors {
     400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use poem::http::StatusCode;
 use poem_openapi::param::{Header, Query};
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::OpenApi;
 use rust_decimal::Decimal;
 
 use super::auth::PartnerAuth;
@@ -21,13 +21,13 @@ use super::schema::partners::{
 };
 use super::{ApiTags, AppState};
 use crate::clock::iso;
-use crate::error_responses;
 use crate::partners::events::{self, Applied, Signed};
 use crate::partners::users::{self, UserFields};
 use crate::partners::{self as terms, reports, Period};
 use crate::security::sha256_hex;
 use crate::store::entity::{partner, partner_user};
 use crate::store::partners::Provisioned;
+use crate::{error_responses, ok_responses};
 
 pub struct PartnersApi(pub Arc<AppState>);
 
@@ -146,16 +146,10 @@ fn period_view(p: &Period) -> PeriodView {
     PeriodView { from: p.from.to_string(), to: p.to.to_string() }
 }
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum ProvisionResponses {
-    /// A new account: `api_key` and `claim_url` are shown this once.
-    #[oai(status = 201)]
-    Created(Json<ProvisionResponse>),
-    /// The external id was provisioned before: the same account, no credentials (none are rotated).
-    #[oai(status = 200)]
-    Ok(Json<ProvisionResponse>),
-}
+ok_responses!(ProvisionResponses {
+    201 => Created(Json<ProvisionResponse>): "A new account: `api_key` and `claim_url` are shown this once.",
+    200 => Ok(Json<ProvisionResponse>): "The external id was provisioned before: the same account, no credentials (none are rotated).",
+});
 
 error_responses!(ProvisionErrors {
     400 => BadRequest: "INVALID_INPUT (errors names each field) or INVALID_JSON_BODY.",
@@ -165,13 +159,9 @@ error_responses!(ProvisionErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum ClaimResponses {
-    /// The account is the user's: it logs in with the email and password sent.
-    #[oai(status = 200)]
-    Ok(Json<ClaimResponse>),
-}
+ok_responses!(ClaimResponses {
+    200 => Ok(Json<ClaimResponse>): "The account is the user's: it logs in with the email and password sent.",
+});
 
 error_responses!(ClaimErrors {
     400 => BadRequest: "INVALID_INPUT: a field (errors names each), no token, or a claim link that expired; INVALID_JSON_BODY.",
@@ -180,13 +170,9 @@ error_responses!(ClaimErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum UsageResponses {
-    /// The period's usage.
-    #[oai(status = 200)]
-    Ok(Json<PartnerUsage>),
-}
+ok_responses!(UsageResponses {
+    200 => Ok(Json<PartnerUsage>): "The period's usage.",
+});
 
 error_responses!(UsageErrors {
     400 => BadRequest: "INVALID_INPUT: from, to, per_user_cap or partner_user_id is malformed, to is before from, or the period is longer than 366 days.",
@@ -197,13 +183,9 @@ error_responses!(UsageErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum RevshareResponses {
-    /// The period's revenue share.
-    #[oai(status = 200)]
-    Ok(Json<PartnerRevshare>),
-}
+ok_responses!(RevshareResponses {
+    200 => Ok(Json<PartnerRevshare>): "The period's revenue share.",
+});
 
 error_responses!(RevshareErrors {
     400 => BadRequest: "INVALID_INPUT: from or to is malformed, to is before from, or the period is longer than 366 days.",
@@ -213,13 +195,9 @@ error_responses!(RevshareErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum WebhookResponses {
-    /// The event is applied (or found applied before: `already_provisioned`, `already_deleted`).
-    #[oai(status = 200)]
-    Ok(Json<PartnerEventAck>),
-}
+ok_responses!(WebhookResponses {
+    200 => Ok(Json<PartnerEventAck>): "The event is applied (or found applied before: `already_provisioned`, `already_deleted`).",
+});
 
 error_responses!(WebhookErrors {
     400 => BadRequest: "INVALID_INPUT or INVALID_JSON_BODY: a correctly signed body that is not the event's (nothing changed, the nonce is not used up).",

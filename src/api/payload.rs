@@ -191,25 +191,29 @@ impl<'a, T: Type> ApiExtractor<'a> for JsonBody<T> {
     }
 }
 
-/// A request body parsed into `T` (see the module's words), with its raw bytes.
-pub struct Body<T> {
+/// A request body parsed into `T` (see the module's words), with its raw bytes. `OPTIONAL`: the body may also be left out
+/// (documented `required: false`), and an empty one is read as `{}`.
+pub struct Body<T, const OPTIONAL: bool = false> {
     pub raw: Vec<u8>,
     parsed: Result<T, ApiError>,
     _held: Held,
 }
 
-impl<T> Body<T> {
+impl<T, const OPTIONAL: bool> Body<T, OPTIONAL> {
     /// The typed body, or the INVALID_JSON_BODY / INVALID_INPUT error naming every problem.
     pub fn parse(self) -> Result<T, ApiError> {
         self.parsed
     }
 }
 
-impl<T: Type + ParseFromJSON + 'static> Body<T> {
-    async fn read(request: &Request, body: &mut RequestBody, absent_is_empty: bool) -> Self {
+/// A typed body that may be left out.
+pub type OptionalBody<T> = Body<T, true>;
+
+impl<T: Type + ParseFromJSON + 'static, const OPTIONAL: bool> Body<T, OPTIONAL> {
+    async fn read(request: &Request, body: &mut RequestBody) -> Self {
         let read = JsonBody::<T>::read(request, body).await;
         // Absent is no bytes at all: whitespace alone is a body, and not JSON.
-        let parsed = match (read.parsed, absent_is_empty && read.raw.is_empty()) {
+        let parsed = match (read.parsed, OPTIONAL && read.raw.is_empty()) {
             (_, true) => super::conform::parse::<T>(Value::Object(Default::default())),
             (Ok(value), false) => super::conform::parse::<T>(value),
             (Err(e), false) => Err(ApiError::invalid_json(e)),
@@ -218,7 +222,7 @@ impl<T: Type + ParseFromJSON + 'static> Body<T> {
     }
 }
 
-impl<'a, T: Type + ParseFromJSON + 'static> ApiExtractor<'a> for Body<T> {
+impl<'a, T: Type + ParseFromJSON + 'static, const OPTIONAL: bool> ApiExtractor<'a> for Body<T, OPTIONAL> {
     const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
     type ParamType = ();
     type ParamRawType = ();
@@ -228,32 +232,11 @@ impl<'a, T: Type + ParseFromJSON + 'static> ApiExtractor<'a> for Body<T> {
     }
 
     fn request_meta() -> Option<MetaRequest> {
-        JsonBody::<T>::request_meta()
+        JsonBody::<T>::request_meta().map(|m| MetaRequest { required: !OPTIONAL, ..m })
     }
 
     async fn from_request(request: &'a Request, body: &mut RequestBody, _opts: ExtractParamOptions<Self::ParamType>) -> poem::Result<Self> {
-        Ok(Body::read(request, body, false).await)
-    }
-}
-
-/// A typed body that may also be left out (documented `required: false`): an empty one is read as `{}`.
-pub struct OptionalBody<T>(pub Body<T>);
-
-impl<'a, T: Type + ParseFromJSON + 'static> ApiExtractor<'a> for OptionalBody<T> {
-    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
-    type ParamType = ();
-    type ParamRawType = ();
-
-    fn register(registry: &mut Registry) {
-        T::register(registry);
-    }
-
-    fn request_meta() -> Option<MetaRequest> {
-        JsonBody::<T>::request_meta().map(|m| MetaRequest { required: false, ..m })
-    }
-
-    async fn from_request(request: &'a Request, body: &mut RequestBody, _opts: ExtractParamOptions<Self::ParamType>) -> poem::Result<Self> {
-        Ok(OptionalBody(Body::read(request, body, true).await))
+        Ok(Body::read(request, body).await)
     }
 }
 
@@ -290,27 +273,6 @@ impl<T: Type + ToJSON + Send> ApiResponse for Json<T> {
 
     fn register(registry: &mut Registry) {
         T::register(registry);
-    }
-}
-
-/// A JSON body that may also be left out (documented `required: false`): the handler reads an empty one as `{}`.
-pub struct OptionalJsonBody<T>(pub JsonBody<T>);
-
-impl<'a, T: Type> ApiExtractor<'a> for OptionalJsonBody<T> {
-    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
-    type ParamType = ();
-    type ParamRawType = ();
-
-    fn register(registry: &mut Registry) {
-        <JsonBody<T> as Payload>::register(registry);
-    }
-
-    fn request_meta() -> Option<MetaRequest> {
-        JsonBody::<T>::request_meta().map(|m| MetaRequest { required: false, ..m })
-    }
-
-    async fn from_request(request: &'a Request, body: &mut RequestBody, _opts: ExtractParamOptions<Self::ParamType>) -> poem::Result<Self> {
-        <JsonBody<T> as ParsePayload>::from_request(request, body).await.map(OptionalJsonBody)
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 use poem_openapi::param::{Header, Query};
 use poem_openapi::types::ToJSON;
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::OpenApi;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
@@ -26,9 +26,9 @@ use super::{ApiTags, AppState};
 use crate::engine::determine::LocalCoverage;
 use crate::engine::render::DISCLAIMER;
 use crate::engine::table::{self, StateRates};
-use crate::error_responses;
 use crate::rules::registry::in_force;
 use crate::rules::schema::{state_index, STATES};
+use crate::{error_responses, ok_responses};
 
 pub struct PublicRatesApi(pub Arc<AppState>);
 
@@ -46,13 +46,9 @@ error_responses!(LocalErrors {
     404 => NotFound: "RESOURCE_NOT_FOUND: the zip code's 3-digit prefix belongs to no state or DC (a territory, the military, or unassigned), or as_of is before the first date the rules cover.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum VerifyResponse {
-    /// Matches, discrepancies and unknown codes.
-    #[oai(status = 200)]
-    Ok(Json<VerifyRatesResponse>),
-}
+ok_responses!(VerifyResponse {
+    200 => Ok(Json<VerifyRatesResponse>): "Matches, discrepancies and unknown codes.",
+});
 
 error_responses!(VerifyErrors {
     400 => BadRequest: "INVALID_INPUT (errors name each field) or INVALID_JSON_BODY.",

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use poem::http::StatusCode;
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::OpenApi;
 use rust_decimal::Decimal;
 
 use super::auth::KeyAuth;
@@ -19,18 +19,14 @@ use super::schema::number::{Exact, Usd};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
 use crate::engine::render::DISCLAIMER;
-use crate::error_responses;
 use crate::ledger::optimization::{self, Conservative, Refused, Vendors, LEDGER_LIMIT, VENDOR_NEAR_PERCENT};
+use crate::{error_responses, ok_responses};
 
 pub struct ReportApi(pub Arc<AppState>);
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum ReportResponses {
-    /// The report; this run is counted against the month's allowance.
-    #[oai(status = 200)]
-    Ok(Json<OptimizationReport>),
-}
+ok_responses!(ReportResponses {
+    200 => Ok(Json<OptimizationReport>): "The report; this run is counted against the month's allowance.",
+});
 
 error_responses!(ReportErrors {
     400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",

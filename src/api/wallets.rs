@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use poem_openapi::param::Query;
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::OpenApi;
 
 use super::auth::KeyAuth;
 use super::error::ApiError;
@@ -12,10 +12,10 @@ use super::schema::param::{Param, WalletAddress};
 use super::schema::wallets::{Wallet, WalletLinkRequest, WalletLinked, WalletList, WalletUnlinked};
 use super::{ApiTags, AppState};
 use crate::clock::iso;
-use crate::error_responses;
 use crate::payments::x402::is_address;
 use crate::store::entity::wallet;
 use crate::store::wallets::Linked;
+use crate::{error_responses, ok_responses};
 
 pub struct WalletsApi(pub Arc<AppState>);
 
@@ -32,13 +32,9 @@ fn address(s: &str) -> Result<String, ApiError> {
     }
 }
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum LinkWalletResponses {
-    /// The wallet is linked to the account (or was, and its label and chain are updated).
-    #[oai(status = 200)]
-    Ok(Json<WalletLinked>),
-}
+ok_responses!(LinkWalletResponses {
+    200 => Ok(Json<WalletLinked>): "The wallet is linked to the account (or was, and its label and chain are updated).",
+});
 
 error_responses!(LinkWalletErrors {
     400 => BadRequest: "INVALID_INPUT (errors names each field) or INVALID_JSON_BODY.",
@@ -47,13 +43,9 @@ error_responses!(LinkWalletErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum ListWalletsResponses {
-    /// The account's linked wallets.
-    #[oai(status = 200)]
-    Ok(Json<WalletList>),
-}
+ok_responses!(ListWalletsResponses {
+    200 => Ok(Json<WalletList>): "The account's linked wallets.",
+});
 
 error_responses!(ListWalletsErrors {
     400 => BadRequest: "INVALID_INPUT: a query parameter this operation does not take.",
@@ -61,13 +53,9 @@ error_responses!(ListWalletsErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum UnlinkWalletResponses {
-    /// The wallet is unlinked: its next payments are recorded to the wallet's own account.
-    #[oai(status = 200)]
-    Ok(Json<WalletUnlinked>),
-}
+ok_responses!(UnlinkWalletResponses {
+    200 => Ok(Json<WalletUnlinked>): "The wallet is unlinked: its next payments are recorded to the wallet's own account.",
+});
 
 error_responses!(UnlinkWalletErrors {
     400 => BadRequest: "INVALID_INPUT: wallet_address missing or not an address.",

@@ -210,7 +210,7 @@ pub async fn refund(
             Payment { entity_id, counterparty_id: &row.counterparty_id, tax_year: row.dated / 10_000, micros: refund_row.amount_micros };
         Store::adjust_vendor_total(&txn, &p, 0).await?;
     }
-    Store::insert_transaction(&txn, refund_row).await?;
+    Store::insert(&txn, refund_row).await?;
     if let Some(k) = idempotency_key {
         Store::finish_idempotency_key(&txn, entity_id, k, 201, &text).await?;
     }

@@ -78,11 +78,6 @@ impl Store {
         rows.iter().map(|r| Ok(KeyOwner { key_id: r.try_get("", "key_id")?, entity: entity::Model::from_query_result(r, "")? })).collect()
     }
 
-    pub async fn insert_key(&self, key: api_key::Model) -> Result<(), StoreError> {
-        api_key::Entity::insert(api_key::ActiveModel::from(key)).exec_without_returning(&self.db).await?;
-        Ok(())
-    }
-
     /// The account's keys, oldest first, revoked ones included (they show `revoked_at`).
     pub async fn keys(&self, entity_id: &str) -> Result<Vec<api_key::Model>, StoreError> {
         Ok(api_key::Entity::find()
@@ -105,11 +100,6 @@ impl Store {
         Ok(res.rows_affected)
     }
 
-    pub async fn insert_session(&self, s: session::Model) -> Result<(), StoreError> {
-        session::Entity::insert(session::ActiveModel::from(s)).exec_without_returning(&self.db).await?;
-        Ok(())
-    }
-
     /// The account of an unexpired session token hash.
     pub async fn session_entity(&self, token_hash: &str, now: i64) -> Result<Option<entity::Model>, StoreError> {
         let Some(s) = session::Entity::find_by_id(token_hash.to_string()).filter(session::Column::ExpiresAt.gt(now)).one(&self.db).await?
@@ -126,11 +116,6 @@ impl Store {
             .order_by_asc(agent::Column::Id)
             .all(&self.db)
             .await?)
-    }
-
-    pub async fn insert_agent(&self, a: agent::Model) -> Result<(), StoreError> {
-        agent::Entity::insert(agent::ActiveModel::from(a)).exec_without_returning(&self.db).await?;
-        Ok(())
     }
 
     pub async fn recent_transactions(&self, entity_id: &str, n: u64) -> Result<Vec<transaction::Model>, StoreError> {

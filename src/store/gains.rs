@@ -4,9 +4,7 @@
 //! one asset by sale date.
 
 use sea_orm::sea_query::{Expr, OnConflict};
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect, Set,
-};
+use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set};
 
 use super::entity::{disposition, lot, position, trade};
 use super::{Store, StoreError};
@@ -20,14 +18,6 @@ pub struct TradeFilter {
     pub until_ms: Option<i64>,
     pub limit: u64,
     pub offset: u64,
-}
-
-async fn put<C: ConnectionTrait, A: ActiveModelTrait + sea_orm::ActiveModelBehavior + Send>(conn: &C, a: A) -> Result<(), StoreError>
-where
-    <A::Entity as EntityTrait>::Model: IntoActiveModel<A>,
-{
-    a.reset_all().update(conn).await?;
-    Ok(())
 }
 
 impl Store {
@@ -67,10 +57,6 @@ impl Store {
             .exec_with_returning(conn)
             .await?;
         Ok(model)
-    }
-
-    pub async fn save_position<C: ConnectionTrait>(conn: &C, p: position::Model) -> Result<(), StoreError> {
-        put(conn, p.into_active_model()).await
     }
 
     /// Up to `limit` open lots of an asset acquired at or before `until_ms`, oldest first (or
@@ -149,29 +135,6 @@ impl Store {
             .order_by_asc(D::Id)
             .all(conn)
             .await?)
-    }
-
-    pub async fn insert_trade<C: ConnectionTrait>(conn: &C, t: trade::Model) -> Result<(), StoreError> {
-        trade::Entity::insert(t.into_active_model()).exec_without_returning(conn).await?;
-        Ok(())
-    }
-
-    pub async fn insert_lot<C: ConnectionTrait>(conn: &C, l: lot::Model) -> Result<(), StoreError> {
-        lot::Entity::insert(l.into_active_model()).exec_without_returning(conn).await?;
-        Ok(())
-    }
-
-    pub async fn save_lot<C: ConnectionTrait>(conn: &C, l: lot::Model) -> Result<(), StoreError> {
-        put(conn, l.into_active_model()).await
-    }
-
-    pub async fn insert_disposition<C: ConnectionTrait>(conn: &C, d: disposition::Model) -> Result<(), StoreError> {
-        disposition::Entity::insert(d.into_active_model()).exec_without_returning(conn).await?;
-        Ok(())
-    }
-
-    pub async fn save_disposition<C: ConnectionTrait>(conn: &C, d: disposition::Model) -> Result<(), StoreError> {
-        put(conn, d.into_active_model()).await
     }
 
     /// The account's trades, newest trade date first.

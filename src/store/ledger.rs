@@ -336,12 +336,6 @@ impl Store {
         Ok(())
     }
 
-    /// Writes one ledger row (a refund).
-    pub async fn insert_transaction<C: ConnectionTrait>(conn: &C, row: transaction::Model) -> Result<(), StoreError> {
-        transaction::Entity::insert(row.into_active_model()).exec_without_returning(conn).await?;
-        Ok(())
-    }
-
     /// Adds to a counterparty's total for a tax year (negative to take away), where the total exists.
     pub async fn adjust_vendor_total<C: ConnectionTrait>(conn: &C, p: &Payment<'_>, payments: i64) -> Result<(), StoreError> {
         vendor_ytd::Entity::update_many()

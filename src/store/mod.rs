@@ -22,7 +22,10 @@ pub mod wallets;
 use std::time::Duration;
 
 use levy_migrations::{Migrator, MigratorTrait};
-use sea_orm::{ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, SqlErr, Statement};
+use sea_orm::{
+    ActiveModelBehavior, ActiveModelTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, EntityTrait,
+    IntoActiveModel, SqlErr, Statement,
+};
 
 /// What the API needs to know about a storage failure.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -226,6 +229,30 @@ pub struct Store {
 }
 
 impl Store {
+    /// Writes a new row, through `conn` (the pool, or a transaction).
+    pub async fn insert<C: ConnectionTrait, A: ActiveModelTrait + ActiveModelBehavior + Send>(
+        conn: &C,
+        row: impl IntoActiveModel<A>,
+    ) -> Result<(), StoreError>
+    where
+        <A::Entity as EntityTrait>::Model: IntoActiveModel<A>,
+    {
+        <A::Entity as EntityTrait>::insert(row.into_active_model()).exec_without_returning(conn).await?;
+        Ok(())
+    }
+
+    /// Writes every column of a row that exists, through `conn`.
+    pub async fn save<C: ConnectionTrait, A: ActiveModelTrait + ActiveModelBehavior + Send>(
+        conn: &C,
+        row: impl IntoActiveModel<A>,
+    ) -> Result<(), StoreError>
+    where
+        <A::Entity as EntityTrait>::Model: IntoActiveModel<A>,
+    {
+        row.into_active_model().reset_all().update(conn).await?;
+        Ok(())
+    }
+
     /// Connects (lazily, so a database that is down at a request answers 503 rather than hanging),
     /// switching SQLite to WAL.
     pub async fn connect(url: &str) -> Result<Store, StoreError> {

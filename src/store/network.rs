@@ -13,7 +13,6 @@ use super::{Store, StoreError};
 use crate::security::new_ordered_id;
 
 pub const PUBLIC: &str = "public";
-pub const PRIVATE: &str = "private";
 
 /// What saving a profile did.
 #[derive(Debug, PartialEq)]

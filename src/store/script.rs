@@ -41,8 +41,6 @@ use super::StoreError;
 pub enum Arg<'a> {
     Text(Cow<'a, str>),
     Int(i64),
-    Bool(bool),
-    Blob(Cow<'a, [u8]>),
     Null,
 }
 
@@ -73,12 +71,6 @@ impl From<i64> for Arg<'_> {
 impl From<i32> for Arg<'_> {
     fn from(v: i32) -> Self {
         Arg::Int(v.into())
-    }
-}
-
-impl From<bool> for Arg<'_> {
-    fn from(v: bool) -> Self {
-        Arg::Bool(v)
     }
 }
 
@@ -161,10 +153,6 @@ impl<'a> Sql<'a> {
         self
     }
 
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
     /// As a sea-orm statement, to run on its own through any connection (with parameters on either database).
     pub fn statement(self) -> Statement {
         let text = if self.backend == DbBackend::Postgres { self.numbered } else { self.text };
@@ -177,8 +165,6 @@ impl<'a> Sql<'a> {
             .map(|a| match a {
                 Arg::Text(t) => sea_orm::Value::from(t.into_owned()),
                 Arg::Int(i) => sea_orm::Value::from(i),
-                Arg::Bool(b) => sea_orm::Value::from(b),
-                Arg::Blob(b) => sea_orm::Value::from(b.into_owned()),
                 Arg::Null => sea_orm::Value::String(None),
             })
             .collect::<Vec<_>>();
@@ -263,13 +249,6 @@ fn literal(out: &mut String, value: &Arg) {
         }
         Arg::Int(i) => {
             let _ = write!(out, "{i}");
-        }
-        Arg::Bool(b) => out.push_str(if *b { "TRUE" } else { "FALSE" }),
-        // bytea's hex input, in an escape string so that the backslash is one whatever the settings say.
-        Arg::Blob(b) => {
-            out.push_str("E'\\\\x");
-            out.push_str(&hex::encode(b));
-            out.push('\'');
         }
         Arg::Null => out.push_str("NULL"),
     }
@@ -453,8 +432,6 @@ impl ScriptConn {
                     let added = match a {
                         Arg::Text(t) => bound.add(t.as_ref()),
                         Arg::Int(i) => bound.add(*i),
-                        Arg::Bool(b) => bound.add(*b),
-                        Arg::Blob(b) => bound.add(b.as_ref()),
                         Arg::Null => bound.add(None::<i64>),
                     };
                     added.map_err(|e| StoreError::Other(format!("binding a value: {e}")))?;
@@ -562,8 +539,8 @@ mod tests {
         // With a backslash: an escape string, whatever standard_conforming_strings says.
         assert_eq!(pg(&[r"a\b".into(), r"\'".into(), r"E'\n'".into()]), r"(E'a\\b', E'\\''', E'E''\\n''')");
         assert_eq!(
-            pg(&["é 税 😀\n\t".into(), 42i64.into(), (-7i32).into(), true.into(), false.into(), Arg::Null, None::<&str>.into()]),
-            "('é 税 😀\n\t', 42, -7, TRUE, FALSE, NULL, NULL)"
+            pg(&["é 税 😀\n\t".into(), 42i64.into(), (-7i32).into(), Arg::Null, None::<&str>.into()]),
+            "('é 税 😀\n\t', 42, -7, NULL, NULL)"
         );
     }
 
@@ -584,7 +561,7 @@ mod tests {
     fn a_postgres_statement_on_its_own_binds_numbered_parameters() {
         let mut sql = Sql::new(DbBackend::Postgres);
         sql.push("UPDATE t SET a = ").arg("x'y").push(" WHERE b").in_list([1i64, 2]).push(" AND c").in_list(Vec::<i64>::new());
-        assert_eq!(sql.text(), "UPDATE t SET a = 'x''y' WHERE b IN (1, 2) AND c IN (NULL)");
+        assert_eq!(sql.text, "UPDATE t SET a = 'x''y' WHERE b IN (1, 2) AND c IN (NULL)");
         let st = sql.statement();
         assert_eq!(st.sql, "UPDATE t SET a = $1 WHERE b IN ($2, $3) AND c IN (NULL)");
         assert_eq!(st.values.map(|v| v.0.len()), Some(3));
@@ -599,7 +576,7 @@ mod tests {
         let stmts = crate::store::adding_upserts(DbBackend::Postgres, &spec(true), rows(2));
         assert_eq!(stmts.len(), 1);
         assert_eq!(
-            stmts[0].text(),
+            stmts[0].text,
             r#"INSERT INTO "t" ("k", "n", "other") VALUES ('k0''', 0, 9), ('k1''', 1, 9) ON CONFLICT ("k") DO UPDATE SET "n" = "t"."n" + "excluded"."n" RETURNING *"#
         );
         // In a script, PostgreSQL runs the prepared upsert, each column's values an array in the rows' order.
@@ -608,7 +585,7 @@ mod tests {
         assert_eq!(script.sql, "EXECUTE \"levy_add_t\"(ARRAY['k0''','k1''']::text[], ARRAY[0,1]::int8[], ARRAY[9,9]::int4[]);\n");
         let stmts = crate::store::adding_upserts(DbBackend::Sqlite, &spec(false), rows(1001));
         assert_eq!(stmts.iter().map(|s| s.args.len()).collect::<Vec<_>>(), vec![1500, 1500, 3]);
-        assert!(stmts[2].text().ends_with(r#"VALUES (?, ?, ?) ON CONFLICT ("k") DO UPDATE SET "n" = "t"."n" + "excluded"."n""#));
+        assert!(stmts[2].text.ends_with(r#"VALUES (?, ?, ?) ON CONFLICT ("k") DO UPDATE SET "n" = "t"."n" + "excluded"."n""#));
         assert!(stmts.iter().all(|s| s.execute.is_none()));
         assert!(crate::store::adding_upserts(DbBackend::Sqlite, &spec(false), rows(0)).is_empty());
         // Empty arrays take their type from the cast; other values are literals.

@@ -88,7 +88,7 @@ impl Book<'_> {
                 lot_id: id,
                 holding_start: start,
             });
-            Store::save_disposition(conn, x.clone()).await?;
+            Store::save(conn, x.clone()).await?;
         }
         if qty_left > Decimal::ZERO {
             let id = if lots.is_empty() { lot_id.clone() } else { new_ordered_id("lot", now_ms) };
@@ -96,7 +96,7 @@ impl Book<'_> {
             lots.push(new_lot(id, qty_left, cost_left, day, Decimal::ZERO, None, split_from));
         }
         for l in &lots {
-            Store::insert_lot(conn, l.clone()).await?;
+            Store::insert(conn, l.clone()).await?;
         }
         add(&mut pos.held_quantity, req.quantity);
         add(&mut pos.remaining_basis, cost + added_basis);

@@ -256,7 +256,7 @@ impl Book<'_> {
         // Kept as text: the trade row and an idempotent replay send these bytes again.
         let body = answer(&recorded);
         pos.updated_at = now_ms;
-        Store::save_position(&txn, pos).await?;
+        Store::save(&txn, pos).await?;
         let realized = match &recorded.kind {
             Kind::Sell(s) => Some(text(s.gains.short_term + s.gains.long_term)),
             Kind::Buy(_) => None,
@@ -282,7 +282,7 @@ impl Book<'_> {
             request: raw.to_string(),
             result: body.clone(),
         };
-        Store::insert_trade(&txn, row).await?;
+        Store::insert(&txn, row).await?;
         // The trade counts against the gains plan's monthly allowance, in the trade's own transaction: a refused or
         // failed trade counts nothing.
         let usage = Product::Gains.usage_hit(&account.id, now_ms);

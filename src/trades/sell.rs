@@ -219,10 +219,10 @@ impl Book<'_> {
             });
         }
         for r in &candidates {
-            Store::save_lot(conn, r.clone()).await?;
+            Store::save(conn, r.clone()).await?;
         }
         for l in &new_lots {
-            Store::insert_lot(conn, l.clone()).await?;
+            Store::insert(conn, l.clone()).await?;
         }
         pos.open_lots += new_lots.len() as i64;
 
@@ -240,7 +240,7 @@ impl Book<'_> {
             if !l.open {
                 pos.open_lots -= 1;
             }
-            Store::save_lot(conn, l.clone()).await?;
+            Store::save(conn, l.clone()).await?;
             let loss_open = applies && c.gain() < Decimal::ZERO;
             let stored: Vec<serde_json::Value> = reps.iter().map(Replacement::stored).collect();
             let row = disposition::Model {
@@ -268,7 +268,7 @@ impl Book<'_> {
                 wash_open_loss: text(if loss_open { -c.gain() - disallowed[i] } else { Decimal::ZERO }),
                 replacements: serde_json::Value::Array(stored).to_string(),
             };
-            Store::insert_disposition(conn, row.clone()).await?;
+            Store::insert(conn, row.clone()).await?;
             let allowed = c.gain() + disallowed[i];
             match c.term {
                 Term::ShortTerm => gains.short_term += allowed,

@@ -442,9 +442,7 @@ pub struct TradeResult {
 pub struct Recorded(pub Value);
 
 impl Type for Recorded {
-    const IS_REQUIRED: bool = true;
-    type RawValueType = Self;
-    type RawElementValueType = Self;
+    crate::raw_is_self!();
 
     fn name() -> Cow<'static, str> {
         <Obj as Type>::name()
@@ -456,14 +454,6 @@ impl Type for Recorded {
 
     fn register(registry: &mut Registry) {
         <Obj as Type>::register(registry);
-    }
-
-    fn as_raw_value(&self) -> Option<&Self> {
-        Some(self)
-    }
-
-    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
-        Box::new(std::iter::once(self))
     }
 }
 

@@ -37,9 +37,7 @@ pub struct IngestRecord {
 pub struct IngestBody;
 
 impl Type for IngestBody {
-    const IS_REQUIRED: bool = true;
-    type RawValueType = Self;
-    type RawElementValueType = Self;
+    crate::raw_is_self!();
 
     fn name() -> Cow<'static, str> {
         "IngestBody".into()
@@ -64,14 +62,6 @@ impl Type for IngestBody {
                 ..MetaSchema::ANY
             }
         });
-    }
-
-    fn as_raw_value(&self) -> Option<&Self> {
-        Some(self)
-    }
-
-    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
-        Box::new(std::iter::once(self))
     }
 }
 
@@ -261,9 +251,7 @@ super::param::documented!(
 pub struct RecordedCalculation(pub serde_json::Value);
 
 impl Type for RecordedCalculation {
-    const IS_REQUIRED: bool = true;
-    type RawValueType = Self;
-    type RawElementValueType = Self;
+    crate::raw_is_self!();
 
     fn name() -> Cow<'static, str> {
         FullCalculation::name()
@@ -275,14 +263,6 @@ impl Type for RecordedCalculation {
 
     fn register(registry: &mut Registry) {
         FullCalculation::register(registry);
-    }
-
-    fn as_raw_value(&self) -> Option<&Self> {
-        Some(self)
-    }
-
-    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
-        Box::new(std::iter::once(self))
     }
 }
 

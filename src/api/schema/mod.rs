@@ -20,6 +20,25 @@ pub mod pricing;
 pub mod rates;
 pub mod wallets;
 
+/// Inside an `impl poem_openapi::types::Type`: a required value that is its own raw value (what the validators and
+/// the parameter machinery see), as poem-openapi's own scalar types are.
+#[macro_export]
+macro_rules! raw_is_self {
+    () => {
+        const IS_REQUIRED: bool = true;
+        type RawValueType = Self;
+        type RawElementValueType = Self;
+
+        fn as_raw_value(&self) -> Option<&Self> {
+            Some(self)
+        }
+
+        fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
+            Box::new(std::iter::once(self))
+        }
+    };
+}
+
 /// Declares a documented enum whose values are a list the service itself validates against (the engine's in
 /// `crate::rules::schema`, the gains tracker's in `crate::gains`), so the document cannot drift from what the
 /// service accepts: one list, no hand copy. As a body field it is checked by `api::conform` against the list and
@@ -38,9 +57,7 @@ macro_rules! listed_enum {
         }
 
         impl poem_openapi::types::Type for $name {
-            const IS_REQUIRED: bool = true;
-            type RawValueType = Self;
-            type RawElementValueType = Self;
+            $crate::raw_is_self!();
 
             fn name() -> std::borrow::Cow<'static, str> {
                 stringify!($name).into()
@@ -59,14 +76,6 @@ macro_rules! listed_enum {
                     enum_items: Self::VALUES.iter().map(|v| serde_json::Value::String(v.to_string())).collect(),
                     ..poem_openapi::registry::MetaSchema::new("string")
                 });
-            }
-
-            fn as_raw_value(&self) -> Option<&Self::RawValueType> {
-                Some(self)
-            }
-
-            fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self::RawElementValueType> + 'a> {
-                Box::new(self.as_raw_value().into_iter())
             }
         }
 

@@ -17,9 +17,7 @@ macro_rules! exact_number {
         pub struct $name(pub Number);
 
         impl Type for $name {
-            const IS_REQUIRED: bool = true;
-            type RawValueType = Self;
-            type RawElementValueType = Self;
+            $crate::raw_is_self!();
 
             fn name() -> Cow<'static, str> {
                 stringify!($name).into()
@@ -30,14 +28,6 @@ macro_rules! exact_number {
             }
 
             fn register(_: &mut Registry) {}
-
-            fn as_raw_value(&self) -> Option<&Self> {
-                Some(self)
-            }
-
-            fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
-                Box::new(std::iter::once(self))
-            }
         }
 
         impl ParseFromJSON for $name {

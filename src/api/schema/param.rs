@@ -135,9 +135,7 @@ macro_rules! documented {
         }
 
         impl Type for $name {
-            const IS_REQUIRED: bool = true;
-            type RawValueType = Self;
-            type RawElementValueType = Self;
+            $crate::raw_is_self!();
 
             fn name() -> Cow<'static, str> {
                 stringify!($name).into()
@@ -149,14 +147,6 @@ macro_rules! documented {
             }
 
             fn register(_: &mut Registry) {}
-
-            fn as_raw_value(&self) -> Option<&Self> {
-                Some(self)
-            }
-
-            fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
-                Box::new(std::iter::once(self))
-            }
         }
 
         impl poem_openapi::types::ParseFromJSON for $name {
@@ -259,9 +249,7 @@ listed_enum!(
 pub struct StateMap<T>(pub std::collections::BTreeMap<String, T>);
 
 impl<T: Type> Type for StateMap<T> {
-    const IS_REQUIRED: bool = true;
-    type RawValueType = Self;
-    type RawElementValueType = Self;
+    crate::raw_is_self!();
 
     fn name() -> Cow<'static, str> {
         format!("StateMap<{}>", T::name()).into()
@@ -276,14 +264,6 @@ impl<T: Type> Type for StateMap<T> {
 
     fn register(registry: &mut Registry) {
         T::register(registry);
-    }
-
-    fn as_raw_value(&self) -> Option<&Self> {
-        Some(self)
-    }
-
-    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
-        Box::new(std::iter::once(self))
     }
 }
 
@@ -437,7 +417,7 @@ documented!(
     /// A quantity: greater than 0, at most 1000000000000, at most 8 decimal places (more is refused, never rounded). A decimal string is accepted.
     Quantity => MetaSchema {
         minimum: Some(0.00000001),
-        maximum: Some(1e12),
+        maximum: Some(crate::gains::request::MAX_QUANTITY as f64),
         multiple_of: Some(0.00000001),
         ..MetaSchema::new("number")
     }
@@ -456,7 +436,7 @@ documented!(
 
 documented!(
     /// USD, 0 to 1000000000. A decimal string is accepted.
-    Price => MetaSchema { minimum: Some(0.0), maximum: Some(1e9), ..MetaSchema::new("number") }
+    Price => MetaSchema { minimum: Some(0.0), maximum: Some(crate::gains::request::MAX_PRICE as f64), ..MetaSchema::new("number") }
 );
 
 documented!(

@@ -32,7 +32,6 @@ use super::{ApiTags, AppState, API_VERSION};
 use crate::clock::iso;
 use crate::engine::determine::pct;
 use crate::engine::render::DISCLAIMER;
-use crate::error_responses;
 use crate::gains::estimate;
 use crate::gains::form1099da;
 use crate::gains::{exact_quantity, EntityType, Method, Term, TradeRequest};
@@ -42,6 +41,7 @@ use crate::rules::schema::STATES;
 use crate::store::entity::{disposition, entity, lot, position, trade};
 use crate::store::gains::TradeFilter;
 use crate::trades::{self, Book, Outcome};
+use crate::{error_responses, ok_responses};
 
 mod views;
 
@@ -86,13 +86,9 @@ error_responses!(TradeErrors {
     503 => DbUnavailable: "DB_UNAVAILABLE: the database does not answer; retry.",
 });
 
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id."))]
-pub enum TradeListResponse {
-    /// A page of trades and the account's (or the asset's) summary.
-    #[oai(status = 200)]
-    Ok(Json<TradeList>),
-}
+ok_responses!(TradeListResponse {
+    200 => Ok(Json<TradeList>): "A page of trades and the account's (or the asset's) summary.",
+});
 
 error_responses!(TradeListErrors {
     400 => BadRequest: "INVALID_INPUT: a query parameter is invalid (trade_type, since, until, limit, offset, asset_symbol).",
