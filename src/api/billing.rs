@@ -97,11 +97,8 @@ pub fn checkout_items(req: Result<CheckoutRequest, ApiError>, prices: &Prices) -
         }
         out.push((product, tier));
     }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(ApiError::invalid(errors))
-    }
+    ApiError::check(errors)?;
+    Ok(out)
 }
 
 /// A statement's lines, per product (also the `products` of GET /api/v1/auth/me's usage).

@@ -5,17 +5,17 @@ use std::sync::Arc;
 use super::schema::param::{IdempotencyKey, Param};
 use crate::clock::iso;
 use poem_openapi::param::Header;
-use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, OpenApi};
 
 use super::auth::{KeyAuth, KeyOrDemo};
 use super::context::client_ip;
-use super::error::{ApiError, ErrorEnvelope};
+use super::error::ApiError;
 use super::idempotency::{parse_key, replayed};
 use super::payload::{JsonBody, JsonText};
 use super::schema::calculate::{read_request, CalculateRequest, Calculation};
 use super::{ApiTags, AppState};
 use crate::engine::{determine, render, Input};
+use crate::error_responses;
 use crate::ledger::keyed::Keyed;
 use crate::ledger::Payer;
 use crate::security::new_id;
@@ -65,22 +65,10 @@ pub enum CalculateResponse {
     Ok(JsonText<Calculation>),
 }
 
-/// The errors of calculate (as `error_responses!` declares them, with the 402's x402 headers).
-#[derive(ApiResponse)]
-#[oai(header(name = "X-Request-Id", ty = "String", description = "The request id, echoed from the request or generated."))]
-pub enum CalculateErrors {
-    /// INVALID_INPUT (errors names each field), INVALID_JSON_BODY, or IDEMPOTENCY_KEY_INVALID.
-    #[oai(status = 400)]
-    BadRequest(Json<ErrorEnvelope>),
-    /// UNAUTHORIZED: the API key is malformed, unknown or revoked.
-    #[oai(status = 401)]
-    Unauthorized(Json<ErrorEnvelope>),
-    /// PAYMENT_REQUIRED: the keyless demo's 50 calls per UTC day are used up, or an x402 payment or MPP credential
-    /// was refused (the message gives the reason; for MPP, `type` is the problem type) or that protocol is not
-    /// configured. The body carries `signup` and `pay_per_call` (with its `mpp` part), and while x402 is on, x402 v1's
-    /// `x402Version` and `accepts` (the v2 offer is the PAYMENT-REQUIRED header; MPP's is WWW-Authenticate).
-    #[oai(
-        status = 402,
+error_responses!(CalculateErrors {
+    400 => BadRequest: "INVALID_INPUT (errors names each field), INVALID_JSON_BODY, or IDEMPOTENCY_KEY_INVALID.",
+    401 => Unauthorized: "UNAUTHORIZED: the API key is malformed, unknown or revoked.",
+    402 [
         header(
             name = "PAYMENT-REQUIRED",
             ty = "Option<String>",
@@ -92,40 +80,15 @@ pub enum CalculateErrors {
             description = "MPP: `Payment id=\"…\", realm=\"…\", method=\"stripe\", intent=\"charge\", request=\"…\", expires=\"…\", opaque=\"…\", description=\"…\"`; request is base64url of the JSON {amount (cents), currency usd, description, methodDetails {networkId, paymentMethodTypes}}; sent while MPP is on."
         ),
         header(name = "Cache-Control", ty = "Option<String>", description = "`no-store`: a payment challenge is never cached.")
-    )]
-    PaymentRequired(Json<ErrorEnvelope>),
-    /// IDEMPOTENCY_KEY_CONFLICT (same key, different body) or RESOURCE_CONFLICT (same key still running after 5 s; Retry-After sent).
-    #[oai(status = 409)]
-    Conflict(Json<ErrorEnvelope>),
-    /// RATE_LIMITED: the key's 120 calls per 60 s, the demo's 30 per minute, or 30 refused payments (x402, MPP) per minute from one address (Retry-After sent), or the free plan's monthly allowance (error says Monthly limit reached; no Retry-After).
-    #[oai(status = 429)]
-    TooManyRequests(Json<ErrorEnvelope>),
-    /// DB_UNAVAILABLE: the database, the x402 facilitator or the MPP payment processor of a paid call does not
-    /// answer (nothing recorded; a credential is charged at most once); retry.
-    #[oai(status = 503)]
-    DbUnavailable(Json<ErrorEnvelope>),
-    /// Unexpected error; details are only in the server log.
-    #[oai(status = 500)]
-    Internal(Json<ErrorEnvelope>),
-}
-
-impl From<ApiError> for CalculateErrors {
-    fn from(e: ApiError) -> Self {
-        let body = Json(e.envelope());
-        match e.status.as_u16() {
-            400 => CalculateErrors::BadRequest(body),
-            401 => CalculateErrors::Unauthorized(body),
-            402 => CalculateErrors::PaymentRequired(body),
-            409 => CalculateErrors::Conflict(body),
-            429 => CalculateErrors::TooManyRequests(body),
-            503 => CalculateErrors::DbUnavailable(body),
-            500 => CalculateErrors::Internal(body),
-            other => CalculateErrors::Internal(Json(
-                ApiError::internal(format!("undeclared status {other} from calculate: {}", e.message)).envelope(),
-            )),
-        }
-    }
-}
+    ] => PaymentRequired: "PAYMENT_REQUIRED: the keyless demo's 50 calls per UTC day are used up, or an x402 payment or MPP credential\n\
+        was refused (the message gives the reason; for MPP, `type` is the problem type) or that protocol is not\n\
+        configured. The body carries `signup` and `pay_per_call` (with its `mpp` part), and while x402 is on, x402 v1's\n\
+        `x402Version` and `accepts` (the v2 offer is the PAYMENT-REQUIRED header; MPP's is WWW-Authenticate).",
+    409 => Conflict: "IDEMPOTENCY_KEY_CONFLICT (same key, different body) or RESOURCE_CONFLICT (same key still running after 5 s; Retry-After sent).",
+    429 => TooManyRequests: "RATE_LIMITED: the key's 120 calls per 60 s, the demo's 30 per minute, or 30 refused payments (x402, MPP) per minute from one address (Retry-After sent), or the free plan's monthly allowance (error says Monthly limit reached; no Retry-After).",
+    503 => DbUnavailable: "DB_UNAVAILABLE: the database, the x402 facilitator or the MPP payment processor of a paid call does not\n\
+        answer (nothing recorded; a credential is charged at most once); retry.",
+});
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Calculate")]
 impl CalculateApi {

@@ -195,6 +195,15 @@ impl ApiError {
         }
     }
 
+    /// INVALID_INPUT naming every problem found, or nothing when none was.
+    pub fn check(errors: Vec<String>) -> Result<(), ApiError> {
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(errors))
+        }
+    }
+
     pub fn invalid(errors: Vec<String>) -> Self {
         let n = errors.len();
         let mut e = ApiError::new(
@@ -330,15 +339,16 @@ macro_rules! ok_responses {
 /// Declares an operation's error response enum: one variant per status it can return, each the envelope.
 /// An `ApiError` with a status the operation did not declare becomes 500 INTERNAL (and is logged),
 /// so the document never under-states what a route returns.
+/// A status may carry more of `#[oai(...)]` in brackets after it (its headers: `402 [header(...)] => ...`).
 #[macro_export]
 macro_rules! error_responses {
-    ($name:ident { $($status:literal => $variant:ident: $doc:literal),+ $(,)? }) => {
+    ($name:ident { $($status:literal $([$($extra:tt)*])? => $variant:ident: $doc:literal),+ $(,)? }) => {
         #[derive(poem_openapi::ApiResponse)]
         #[oai(header(name = "X-Request-Id", ty = "String", description = "The request id, echoed from the request or generated."))]
         pub enum $name {
             $(
                 #[doc = $doc]
-                #[oai(status = $status)]
+                #[oai(status = $status $(, $($extra)*)?)]
                 $variant(poem_openapi::payload::Json<$crate::api::error::ErrorEnvelope>),
             )+
             /// Unexpected error; details are only in the server log.

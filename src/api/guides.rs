@@ -127,9 +127,7 @@ impl GuidesApi {
                 errors.push(format!("category: must be 1 to {} characters", blog::MAX_CATEGORY));
             }
         }
-        if !errors.is_empty() {
-            return Err(ApiError::invalid(errors).into());
-        }
+        ApiError::check(errors)?;
         // Checked at start-up (`server::serve`), so this is an error only in a server started some other way.
         let articles = blog::articles().map_err(|e| ApiError::internal(format!("blog: {}", e.len())))?;
         let needle = category.as_deref().map(str::to_lowercase);

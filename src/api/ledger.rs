@@ -217,8 +217,7 @@ impl LedgerApi {
     ) -> Result<ListResponses, ListErrors> {
         let s = &self.0;
         let owner = s.authenticate(&auth).await?;
-        let (role, state, buyer_state, transaction_type, since) =
-            (text(role), text(state), text(buyer_state), text(transaction_type), text(since));
+        let (role, state, buyer_state, since) = (text(role), text(state), text(buyer_state), text(since));
         let mut errors = Vec::new();
         let role = role.0.filter(|r| {
             let ok = r == "seller" || r == "buyer";
@@ -244,15 +243,7 @@ impl LedgerApi {
         // Filters combine: two different states select nothing (a record has one buyer state).
         let disjoint = matches!((&by_state, &by_buyer_state), (Some(a), Some(b)) if a != b);
         let state = by_state.or(by_buyer_state);
-        let transaction_type = transaction_type.0.filter(|tt| {
-            let ok = TRANSACTION_TYPES.contains(&tt.as_str());
-            if !ok {
-                let hint =
-                    did_you_mean(tt, TRANSACTION_TYPES.iter().copied()).map(|x| format!("; did you mean `{x}`?")).unwrap_or_default();
-                errors.push(format!("transaction_type: `{tt}` is not one of: {}{hint}", TRANSACTION_TYPES.join(", ")));
-            }
-            ok
-        });
+        let transaction_type = transaction_type.0.and_then(|tt| tt.check_into("transaction_type", &mut errors));
         let since_ms = match since.0.as_deref().map(parse_since) {
             None => None,
             Some(Ok(ms)) => Some(ms),
@@ -264,9 +255,7 @@ impl LedgerApi {
         // (The validators above have checked both ranges.)
         let limit = limit.0.unwrap_or(100).clamp(1, 1000) as u64;
         let offset = offset.0.unwrap_or(0).max(0) as u64;
-        if !errors.is_empty() {
-            return Err(ApiError::invalid(errors).into());
-        }
+        ApiError::check(errors)?;
         let default_transaction_type =
             Fact::transaction_type.def().default.and_then(|i| TRANSACTION_TYPES.get(i as usize)).copied().unwrap_or("saas");
         let filter = TransactionFilter { role, state, transaction_type, default_transaction_type, since_ms, limit, offset };
@@ -313,9 +302,7 @@ impl AppState {
             let prefix = if batch { format!("records[{i}].") } else { String::new() };
             items.push(parse_item(r, &prefix, &mut errors));
         }
-        if !errors.is_empty() {
-            return Err(ApiError::invalid(errors));
-        }
+        ApiError::check(errors)?;
         let entries: Vec<Entry> = items.into_iter().flatten().collect();
         // The same external id twice in one batch is the caller's retry folded in: the second is its duplicate.
         let now_ms = s.clock.now_ms();

@@ -110,11 +110,7 @@ impl QueryParameters {
             };
             errors.push(format!("{name}: unknown query parameter `{name}`{hint}"));
         }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(ApiError::invalid(errors))
-        }
+        ApiError::check(errors)
     }
 }
 

@@ -279,9 +279,7 @@ impl PublicRatesApi {
         };
         let day = as_of_date(s, as_of.0.as_deref(), &mut errors);
         let (Some(zip), Some(day)) = (zip, day) else { return Err(ApiError::invalid(errors).into()) };
-        if !errors.is_empty() {
-            return Err(ApiError::invalid(errors).into());
-        }
+        ApiError::check(errors)?;
         covered(s, day)?;
         let reg = &s.registry;
         let five = crate::postal::zip_parts(&zip).0;

@@ -153,9 +153,7 @@ fn trade_request(b: TradeBody, now: DateTime<Utc>) -> Result<TradeRequest, ApiEr
         }
         _ => {}
     }
-    if !errors.is_empty() {
-        return Err(ApiError::invalid(errors));
-    }
+    ApiError::check(errors)?;
     Ok(TradeRequest {
         asset_symbol: b.asset_symbol.text().to_ascii_uppercase(),
         is_sell,
@@ -294,9 +292,7 @@ impl TradesApi {
         let until_ms = bound("until", text(until).0, true);
         let limit = limit.0.and_then(|p| p.check_into("limit", &mut errors)).and_then(|t| t.trim().parse::<i64>().ok()).unwrap_or(100);
         let offset = offset.0.and_then(|p| p.check_into("offset", &mut errors)).and_then(|t| t.trim().parse::<i64>().ok()).unwrap_or(0);
-        if !errors.is_empty() {
-            return Err(ApiError::invalid(errors).into());
-        }
+        ApiError::check(errors)?;
         let filter =
             TradeFilter { asset_symbol: symbol.clone(), trade_type, since_ms, until_ms, limit: limit as u64, offset: offset as u64 };
         let rows = s.store.list_trades(&owner.entity.id, &filter).await.map_err(ApiError::from)?;
@@ -403,9 +399,7 @@ impl RatesApi {
         let one = state_query(state.0.as_deref(), &mut errors);
         let compact = listed_query("format", format.0.as_deref(), GainsFormat::VALUES, &mut errors) == "compact";
         let explain = true_false_query("explain", explain.0.as_deref(), &mut errors);
-        if !errors.is_empty() {
-            return Err(ApiError::invalid(errors).into());
-        }
+        ApiError::check(errors)?;
         let today = s.clock.now().date_naive();
         let states: Vec<usize> = one.map_or_else(|| (0..STATES.len()).collect(), |i| vec![i]);
         let entries = states.into_iter().filter_map(|i| Some((STATES[i], s.registry.gains.state(i, today)?)));
