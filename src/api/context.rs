@@ -26,6 +26,18 @@ pub fn client_ip() -> String {
     CONTEXT.try_with(|c| c.client_ip.clone()).unwrap_or_default()
 }
 
+/// `path` as a full URL: under the configured public base URL (LEVY_PUBLIC_URL), else under the request's Host header
+/// over https, else the path alone.
+pub fn public_url(base: Option<&str>, req: &poem::Request, path: &str) -> String {
+    if let Some(base) = base {
+        return format!("{base}{path}");
+    }
+    match req.headers().get("host").and_then(|h| h.to_str().ok()).filter(|h| !h.is_empty() && h.len() <= 255) {
+        Some(h) => format!("https://{h}{path}"),
+        None => path.to_string(),
+    }
+}
+
 /// Adds a header to the response of the current request (rate-limit windows, Retry-After, idempotency status).
 pub fn set_header(name: &'static str, value: impl ToString) {
     let _ = CONTEXT.try_with(|c| {

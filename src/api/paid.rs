@@ -12,7 +12,7 @@ use std::sync::Arc;
 use poem::http::StatusCode;
 use serde_json::Value;
 
-use super::context::set_header;
+use super::context::{public_url, set_header};
 use super::error::{ApiError, ErrorCode, MppOffer, PayPerCallOffer};
 use super::idempotency::{body_hash, parse_key, Begin};
 use super::limits::signup_block;
@@ -53,19 +53,6 @@ impl Way {
     }
 }
 
-/// The URL paid for, as the requirements name it: under the configured public base URL (LEVY_PUBLIC_URL), else
-/// under the request's Host header over https.
-fn resource(public_url: Option<&str>, req: &poem::Request) -> String {
-    if let Some(base) = public_url {
-        return format!("{base}/api/v1/calculate");
-    }
-    let host = req.headers().get("host").and_then(|h| h.to_str().ok()).filter(|h| !h.is_empty() && h.len() <= 255);
-    match host {
-        Some(h) => format!("https://{h}/api/v1/calculate"),
-        None => "/api/v1/calculate".into(),
-    }
-}
-
 impl AppState {
     /// A 402 with the ways to pay: x402's requirements in the body (v1) and in PAYMENT-REQUIRED (v2) when x402 is
     /// on, and the signup block; with x402 off, the 402 says so.
@@ -87,7 +74,7 @@ impl AppState {
         let mut offer = PayPerCallOffer::x402(&self.plans.pay_per_call);
         match &self.x402 {
             Some(x) => {
-                let url = resource(self.public_url.as_deref(), req);
+                let url = public_url(self.public_url.as_deref(), req, "/api/v1/calculate");
                 set_header("PAYMENT-REQUIRED", x.payment_required_header(&url, reason));
                 e.accepts = Some(vec![x.requirements(&url)]);
                 offer.network = Some(x.network.name.to_string());
@@ -151,7 +138,7 @@ impl AppState {
                 };
                 let payment = x402::decode(&header, version).map_err(|r| self.refused(req, r.into()))?;
                 x.check(&payment, now_ms.div_euclid(1000)).map_err(|r| self.refused(req, r.into()))?;
-                let call = X402Call { x402: x, payment, resource: resource(self.public_url.as_deref(), req) };
+                let call = X402Call { x402: x, payment, resource: public_url(self.public_url.as_deref(), req, "/api/v1/calculate") };
                 self.pay_once(req, &call, idem, value, entry, now_ms).await
             }
             Way::Mpp(authorization) => {

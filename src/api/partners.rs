@@ -11,7 +11,7 @@ use poem_openapi::OpenApi;
 use rust_decimal::Decimal;
 
 use super::auth::PartnerAuth;
-use super::context::set_header;
+use super::context::{public_url, set_header};
 use super::error::{ApiError, ErrorCode};
 use super::payload::{Body, Json};
 use super::schema::param::{ClaimToken, IsoDate, Param, PerUserCap, ShortText};
@@ -112,18 +112,6 @@ fn event_user(body: PartnerEventBody, event: &str) -> Result<UserFields, ApiErro
         email: body.email.map(|e| e.text().trim().to_ascii_lowercase()),
         display_name: body.display_name,
     })
-}
-
-/// The claim link of a token: under LEVY_PUBLIC_URL, else under the request's Host over https.
-fn claim_url(public_url: Option<&str>, req: &poem::Request, token: &str) -> String {
-    let path = format!("/api/v1/partner/claim?token={token}");
-    if let Some(base) = public_url {
-        return format!("{base}{path}");
-    }
-    match req.headers().get("host").and_then(|h| h.to_str().ok()).filter(|h| !h.is_empty() && h.len() <= 255) {
-        Some(h) => format!("https://{h}{path}"),
-        None => path,
-    }
 }
 
 fn provision_view(u: &partner_user::Model, already: bool, secrets: Option<(&str, String)>) -> ProvisionResponse {
@@ -239,7 +227,7 @@ impl PartnersApi {
         let user = UserFields::from(body.parse()?);
         match users::provision(&s.store, &p, &user, None, s.clock.now_ms()).await.map_err(ApiError::from)? {
             (Provisioned::New(u), new) => {
-                let url = claim_url(s.public_url.as_deref(), req, &new.claim_token);
+                let url = public_url(s.public_url.as_deref(), req, &format!("/api/v1/partner/claim?token={}", new.claim_token));
                 Ok(ProvisionResponses::Created(Json(provision_view(&u, false, Some((&new.api_key, url))))))
             }
             (Provisioned::Existing(u), _) => Ok(ProvisionResponses::Ok(Json(provision_view(&u, true, None)))),
