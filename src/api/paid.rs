@@ -53,6 +53,9 @@ impl Way {
     }
 }
 
+/// The operation paid for per call: the resource its payment requirements name (under the public URL).
+const PAID_PATH: &str = "/api/v1/calculate";
+
 impl AppState {
     /// A 402 with the ways to pay: x402's requirements in the body (v1) and in PAYMENT-REQUIRED (v2) when x402 is
     /// on, and the signup block; with x402 off, the 402 says so.
@@ -74,7 +77,7 @@ impl AppState {
         let mut offer = PayPerCallOffer::x402(&self.plans.pay_per_call);
         match &self.x402 {
             Some(x) => {
-                let url = public_url(self.public_url.as_deref(), req, "/api/v1/calculate");
+                let url = public_url(self.public_url.as_deref(), req, PAID_PATH);
                 set_header("PAYMENT-REQUIRED", x.payment_required_header(&url, reason));
                 e.accepts = Some(vec![x.requirements(&url)]);
                 offer.network = Some(x.network.name.to_string());
@@ -138,7 +141,7 @@ impl AppState {
                 };
                 let payment = x402::decode(&header, version).map_err(|r| self.refused(req, r.into()))?;
                 x.check(&payment, now_ms.div_euclid(1000)).map_err(|r| self.refused(req, r.into()))?;
-                let call = X402Call { x402: x, payment, resource: public_url(self.public_url.as_deref(), req, "/api/v1/calculate") };
+                let call = X402Call { x402: x, payment, resource: public_url(self.public_url.as_deref(), req, PAID_PATH) };
                 self.pay_once(req, &call, idem, value, entry, now_ms).await
             }
             Way::Mpp(authorization) => {
