@@ -110,28 +110,7 @@ enum RulesCommand {
     },
     /// Compare two rule sets: what changed in the rule files (by id and file:line), and which determinations that
     /// changes, grouped by jurisdiction, rule and effect, on every day a change starts or ends.
-    Diff {
-        /// The old rules directory (or give --git).
-        old: Option<PathBuf>,
-        /// The new rules directory.
-        new: Option<PathBuf>,
-        /// Compare rules/ of this repository at BASE and HEAD (BASE..HEAD), or at BASE and the working tree (BASE).
-        #[arg(long, value_name = "BASE[..HEAD]")]
-        git: Option<String>,
-        /// Compare on this day only (YYYY-MM-DD) instead of the days the changes start and end.
-        #[arg(long)]
-        as_of: Option<String>,
-        /// text (the default; coloured on a terminal), markdown (for a pull request) or json (docs/diff.schema.json).
-        #[arg(long)]
-        format: Option<String>,
-        /// Exit 1 when the rules changed without a higher registry version and a change-log entry for it, a changed
-        /// rate does not cite its new figure's source, or a case's expectation changed without its rules changing.
-        #[arg(long)]
-        check: bool,
-        /// Print the JSON Schema of --format json and exit.
-        #[arg(long)]
-        schema: bool,
-    },
+    Diff(levy::cli::DiffArgs),
     /// Compare our combined rate at each zip code of independent rate tables (Avalara's TAXRATES_ZIP5, the DOR
     /// grid, or state,zip,rate) with theirs; exit 1 on any disagreement no rule file records.
     AuditRates {
@@ -146,7 +125,7 @@ enum RulesCommand {
         #[arg(long, default_value = "rules")]
         rules: PathBuf,
         /// Count a row as agreeing within this many percentage points (default: the table's own tolerance; for
-        /// Avalara's table, half a thousandth of a point).
+        /// Avalara's table, a thousandth of a point).
         #[arg(long)]
         tolerance: Option<String>,
     },
@@ -196,54 +175,7 @@ enum AccountsCommand {
 enum ReportsCommand {
     /// The liability report of the account with EMAIL: per state, tax and period, then per jurisdiction (as GET
     /// /api/v1/reports/liability gives it).
-    Liability {
-        /// The account's email.
-        #[arg(long)]
-        email: String,
-        /// First day, YYYY-MM-DD (UTC).
-        #[arg(long)]
-        from: String,
-        /// Last day, YYYY-MM-DD (UTC).
-        #[arg(long)]
-        to: String,
-        /// One state (default: every state).
-        #[arg(long)]
-        state: Option<String>,
-        /// month, quarter or year.
-        #[arg(long, default_value = "month")]
-        period: String,
-        /// text (a table of the returns), csv (the worksheet) or json (the API's answer).
-        #[arg(long, default_value = "text")]
-        format: String,
-    },
-}
-
-/// A partner's terms on the command line.
-#[derive(clap::Args)]
-struct PartnerTerms {
-    /// The revenue share, in percent (0 to 100, at most 2 decimal places).
-    #[arg(long)]
-    revshare: Option<String>,
-    /// The wholesale price of a billable call, in USD (at most 6 decimal places).
-    #[arg(long)]
-    wholesale_per_call: Option<String>,
-    /// Calls per provisioned user per calendar month that are not billed (default 0).
-    #[arg(long)]
-    free_calls_per_user: Option<i64>,
-    /// Partner-route calls per minute, `N/min` (default 600/min).
-    #[arg(long)]
-    rate_limit: Option<String>,
-}
-
-impl PartnerTerms {
-    fn terms(self) -> levy::cli::partners::Terms {
-        levy::cli::partners::Terms {
-            revshare: self.revshare,
-            wholesale_per_call: self.wholesale_per_call,
-            free_calls_per_user: self.free_calls_per_user,
-            rate_limit: self.rate_limit,
-        }
-    }
+    Liability(levy::cli::reports::LiabilityArgs),
 }
 
 #[derive(Subcommand)]
@@ -255,7 +187,7 @@ enum PartnersCommand {
         #[arg(long)]
         name: String,
         #[command(flatten)]
-        terms: PartnerTerms,
+        terms: levy::cli::partners::Terms,
     },
     /// Every partner with its terms (never its key or secret).
     List {
@@ -277,7 +209,7 @@ enum PartnersCommand {
     SetTerms {
         slug: String,
         #[command(flatten)]
-        terms: PartnerTerms,
+        terms: levy::cli::partners::Terms,
     },
 }
 
@@ -298,9 +230,7 @@ fn main() -> ExitCode {
             RulesCommand::Explain { request, as_of, nexus, json, rules } => {
                 levy::cli::explain(&rules, &request, as_of.as_deref(), nexus.as_deref(), json)
             }
-            RulesCommand::Diff { old, new, git, as_of, format, check, schema } => {
-                levy::cli::diff(&levy::cli::DiffArgs { old, new, git, as_of, format, check, schema })
-            }
+            RulesCommand::Diff(args) => levy::cli::diff(&args),
             RulesCommand::AuditRates { tables, as_of, json, rules, tolerance } => {
                 levy::cli::audit_rates(&rules, &tables, as_of.as_deref(), tolerance.as_deref(), json)
             }
@@ -388,17 +318,7 @@ fn accounts(database_url: Option<String>, command: AccountsCommand) -> u8 {
 
 fn reports(database_url: Option<String>, command: ReportsCommand) -> u8 {
     operate(database_url, async |_, store, now_ms| match command {
-        ReportsCommand::Liability { email, from, to, state, period, format } => {
-            let args = levy::cli::reports::LiabilityArgs {
-                email: &email,
-                from: &from,
-                to: &to,
-                state: state.as_deref(),
-                period: &period,
-                format: &format,
-            };
-            levy::cli::reports::liability(&store, &args, now_ms).await
-        }
+        ReportsCommand::Liability(args) => levy::cli::reports::liability(&store, &args, now_ms).await,
     })
 }
 
@@ -406,12 +326,12 @@ fn partners(database_url: Option<String>, command: PartnersCommand) -> u8 {
     operate(database_url, async |_, store, now_ms| {
         use levy::cli::partners;
         match command {
-            PartnersCommand::Create { slug, name, terms } => partners::create(&store, &slug, &name, &terms.terms(), now_ms).await,
+            PartnersCommand::Create { slug, name, terms } => partners::create(&store, &slug, &name, &terms, now_ms).await,
             PartnersCommand::List { json } => partners::list(&store, json).await,
             PartnersCommand::Deactivate { slug } => partners::set_active(&store, &slug, false).await,
             PartnersCommand::Reactivate { slug } => partners::set_active(&store, &slug, true).await,
             PartnersCommand::RotateSecret { slug } => partners::rotate_secret(&store, &slug, now_ms).await,
-            PartnersCommand::SetTerms { slug, terms } => partners::set_terms(&store, &slug, &terms.terms()).await,
+            PartnersCommand::SetTerms { slug, terms } => partners::set_terms(&store, &slug, &terms).await,
         }
     })
 }

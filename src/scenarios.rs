@@ -31,15 +31,18 @@ fn codes(v: &Value) -> Vec<String> {
     }
 }
 
+/// The case's request read and determined with the case's nexus, year-to-date sales and date.
+pub fn determine_case(reg: &Registry, case: &Case) -> Result<Determination, EngineError> {
+    let req = crate::api::schema::calculate::read_request(&case.request).map_err(EngineError::Input)?;
+    let nexus: Option<BTreeMap<usize, bool>> = case.nexus.as_ref().map(|v| v.iter().map(|s| (*s, true)).collect());
+    let nexus = req.nexus_override.clone().or(nexus);
+    engine::determine(reg, &engine::Input { request: &req, nexus: nexus.as_ref(), vendor_ytd: case.vendor_ytd, as_of: case.as_of })
+}
+
 pub fn run_case(reg: &Registry, case: &Case) -> CaseOutcome {
     let mut failures = vec![];
     let expected_error = case.expect.iter().find(|(k, _, _)| k == "error").and_then(|(_, v, _)| v.as_str().map(str::to_string));
-    let nexus: Option<BTreeMap<usize, bool>> = case.nexus.as_ref().map(|v| v.iter().map(|s| (*s, true)).collect());
-    let result = crate::api::schema::calculate::read_request(&case.request).map_err(EngineError::Input).and_then(|req| {
-        let nexus = req.nexus_override.clone().or(nexus);
-        engine::determine(reg, &engine::Input { request: &req, nexus: nexus.as_ref(), vendor_ytd: case.vendor_ytd, as_of: case.as_of })
-    });
-    let det = match (result, expected_error) {
+    let det = match (determine_case(reg, case), expected_error) {
         (Err(EngineError::Input(errs)), Some(field)) => {
             if !errs.iter().any(|e| e.field == field) {
                 failures.push(format!(

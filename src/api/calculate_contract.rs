@@ -194,7 +194,7 @@ fn every_sample_answer_is_written_as_its_type_writes_it() {
             ("mode", "live"),
             ("api_version", "v2"),
         ];
-        let fixed = FullText::new(&det).into_fixed_with(&extra, (i % 2 == 1).then_some(&upgrade[..]));
+        let fixed = FullText::new(&det).into_fixed(&extra, (i % 2 == 1).then_some(&upgrade[..]));
         let text = joined([&fixed[0], &fixed[1], &fixed[2]], &settled(&det, det.tracking_1099.as_ref(), &det.advisories));
         let text = crate::ledger::with_alerts(&text, (i % 3 == 0).then_some(alerts.as_str()));
         problems.extend(written_alike::<FullCalculation>(&text, &name).err());

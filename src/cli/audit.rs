@@ -26,9 +26,9 @@ use crate::rules::places::Placed;
 use crate::rules::registry::{Divergence, Registry};
 use crate::rules::schema::state_index;
 
-/// The tolerance of a table that states none: half a thousandth of a percentage point, enough for a table's
+/// The tolerance of a table that states none, 0.00001: a thousandth of a percentage point, enough for a table's
 /// six-decimal rounding (Avalara's Utah 4.8499%) and nothing more.
-const DEFAULT_TOLERANCE: &str = "0.00001";
+const DEFAULT_TOLERANCE: Decimal = Decimal::from_parts(1, 0, 0, false, 5);
 
 /// The day the state-rate table was checked against the states' own sources, and the date Paddle's SaaS summary is
 /// "up to date as of" (the shared tables' README).
@@ -130,11 +130,7 @@ fn decimal(text: &str, what: &str) -> Result<Decimal, String> {
 
 fn zip5(text: &str) -> Result<String, String> {
     let t = text.trim();
-    if t.len() == 5 && t.chars().all(|c| c.is_ascii_digit()) {
-        Ok(t.to_string())
-    } else {
-        Err(format!("zip `{text}` is not a 5-digit zip code"))
-    }
+    crate::rules::geo::is_zip(t).then(|| t.to_string()).ok_or_else(|| format!("zip `{text}` is not a 5-digit zip code"))
 }
 
 /// The first day of the month named by the six digits `YYYYMM` that end `text` before `.csv` (Avalara's
@@ -229,7 +225,6 @@ pub fn read_table(path: &Path) -> Result<Table, String> {
     let [state_c, zip_c, rate_c, tol_c, note_c, extra_c, heading_c] = cols;
     let file_month = month_of_name(&name);
     let grid_date = NaiveDate::from_ymd_opt(DOR_GRID_AS_OF.0, DOR_GRID_AS_OF.1, DOR_GRID_AS_OF.2);
-    let default_tolerance: Decimal = DEFAULT_TOLERANCE.parse().unwrap_or(Decimal::ZERO);
     let mut rows = vec![];
     for (line, raw) in lines {
         if raw.trim().is_empty() {
@@ -251,7 +246,7 @@ pub fn read_table(path: &Path) -> Result<Table, String> {
                 decimal(&get(rate_c), "the rate").map_err(at)? / Decimal::from(100),
                 decimal(&get(tol_c), "the tolerance").map_err(at)? / Decimal::from(100),
             ),
-            _ => (decimal(&get(rate_c), "the rate").map_err(at)?, default_tolerance),
+            _ => (decimal(&get(rate_c), "the rate").map_err(at)?, DEFAULT_TOLERANCE),
         };
         if rate > Decimal::ONE {
             return Err(at(format!("the rate {} is over 100%", pct(rate))));
@@ -314,13 +309,12 @@ fn state_rows<'a>(
                     other => return Err(at(format!("`{other}` is not taxable, exempt or local_only"))),
                 },
             };
-            let tolerance = DEFAULT_TOLERANCE.parse().unwrap_or(Decimal::ZERO);
             rows.push(Row {
                 line,
                 state: state.clone(),
                 zip: String::new(),
                 rate,
-                tolerance,
+                tolerance: DEFAULT_TOLERANCE,
                 note: note.clone(),
                 own_date,
                 field: Some(field),
@@ -628,20 +622,12 @@ fn by_state<'a, 'b>(a: &'b Audit<'a>, f: impl Fn(&Outcome) -> bool) -> BTreeMap<
     m
 }
 
-/// The table's figure as shown: the value of a state-level field, else the rate.
-fn theirs_shown(row: &Row) -> String {
-    match (&row.field, &row.value) {
+/// A figure as shown, the table's or ours: the value of a state-level field, else the rate.
+fn shown(field: Option<&str>, value: Option<&str>, rate: Decimal) -> String {
+    match (field, value) {
         (Some(f), Some(v)) => format!("{f} {v}"),
-        (Some(f), None) => format!("{f} {}", pct(row.rate)),
-        _ => pct(row.rate),
-    }
-}
-
-fn ours_shown(row: &Row, ours: &Ours) -> String {
-    match (&row.field, &ours.value) {
-        (Some(f), Some(v)) => format!("{f} {v}"),
-        (Some(f), None) => format!("{f} {}", pct(ours.rate)),
-        _ => pct(ours.rate),
+        (Some(f), None) => format!("{f} {}", pct(rate)),
+        _ => pct(rate),
     }
 }
 
@@ -691,8 +677,8 @@ pub fn render_text(audits: &[Audit]) -> String {
                         place(c.row, ours),
                         c.row.line,
                         c.as_of,
-                        theirs_shown(c.row),
-                        ours_shown(c.row, ours),
+                        shown(c.row.field, c.row.value.as_deref(), c.row.rate),
+                        shown(c.row.field, ours.value.as_deref(), ours.rate),
                         if c.row.value.is_some() { String::new() } else { format!(" (tolerance {})", pct(c.row.tolerance)) }
                     );
                     ours_text(&mut s, ours);
@@ -715,8 +701,8 @@ pub fn render_text(audits: &[Audit]) -> String {
                         place(c.row, ours),
                         c.row.line,
                         c.as_of,
-                        theirs_shown(c.row),
-                        ours_shown(c.row, ours)
+                        shown(c.row.field, c.row.value.as_deref(), c.row.rate),
+                        shown(c.row.field, ours.value.as_deref(), ours.rate)
                     );
                     let _ = writeln!(s, "      reason: {} [{}]", record.reason, record.citation.cite);
                 }

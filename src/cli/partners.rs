@@ -10,11 +10,19 @@ use crate::store::entity::partner;
 use crate::store::{Store, StoreError};
 
 /// A partner's terms as the command line gives them (text, checked here).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, clap::Args)]
 pub struct Terms {
+    /// The revenue share, in percent (0 to 100, at most 2 decimal places).
+    #[arg(long)]
     pub revshare: Option<String>,
+    /// The wholesale price of a billable call, in USD (at most 6 decimal places).
+    #[arg(long)]
     pub wholesale_per_call: Option<String>,
+    /// Calls per provisioned user per calendar month that are not billed (default 0).
+    #[arg(long)]
     pub free_calls_per_user: Option<i64>,
+    /// Partner-route calls per minute, `N/min` (default 600/min).
+    #[arg(long)]
     pub rate_limit: Option<String>,
 }
 

@@ -540,15 +540,16 @@ struct Rated {
     readings: Vec<(String, Decimal, Citation)>,
 }
 
-fn describe(o: &TaxOutcome) -> String {
+/// A taxability rule's outcome in words, as the trace gives it: `taxable at 6.25% on 80% of base`.
+pub fn describe(o: &TaxOutcome) -> String {
     match o {
         TaxOutcome::Taxable { state_rate, base_share, with_local } => {
             let mut s = "taxable".to_string();
             if let Some(r) = state_rate {
-                s += &format!(" at {}%", (r * Decimal::from(100)).normalize());
+                s += &format!(" at {}", pct(*r));
             }
             if *base_share != Decimal::ONE {
-                s += &format!(" on {}% of base", (base_share * Decimal::from(100)).normalize());
+                s += &format!(" on {} of base", pct(*base_share));
             }
             if !with_local {
                 s += " without local";

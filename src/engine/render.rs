@@ -60,14 +60,10 @@ impl FullText {
         joined([&self.head, &self.middle, &tail_with(&self.tail, extra, None)], &settled(det, tracking, advisories))
     }
 
-    /// The three fixed pieces, `extra` string members ending the last: `{` and the members before
-    /// `tracking_1099`; those between it and `advisories`; those after, and `}`.
-    pub fn into_fixed(self, extra: &[(&str, &str)]) -> [String; 3] {
-        self.into_fixed_with(extra, None)
-    }
-
-    /// [`FullText::into_fixed`], and after `extra` an `upgrade` object of string members if given.
-    pub fn into_fixed_with(self, extra: &[(&str, &str)], upgrade: Option<&[(&str, &str)]>) -> [String; 3] {
+    /// The three fixed pieces, `extra` string members (and after them an `upgrade` object of string members if
+    /// given) ending the last: `{` and the members before `tracking_1099`; those between it and `advisories`;
+    /// those after, and `}`.
+    pub fn into_fixed(self, extra: &[(&str, &str)], upgrade: Option<&[(&str, &str)]>) -> [String; 3] {
         let tail = tail_with(&self.tail, extra, upgrade);
         [self.head, self.middle, tail]
     }

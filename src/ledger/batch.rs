@@ -180,7 +180,7 @@ fn prepare(
     ];
     let free_tier = payer.key_id().is_none().then(|| plans.free_allowance());
     let upgrade = free_tier.as_deref().map(|f| [("message", PER_CALL_UPGRADE), ("signup", "/api/v1/auth/signup"), ("free_tier", f)]);
-    let fixed = FullText::new(&det).into_fixed_with(&extra, upgrade.as_ref().map(|u| &u[..]));
+    let fixed = FullText::new(&det).into_fixed(&extra, upgrade.as_ref().map(|u| &u[..]));
     Ok(Prepared { nexus, det, id, fixed })
 }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::model::{ChangeKind, ChangeOp};
 use super::structural::Found;
 use super::RuleSet;
-use crate::engine::{self, Determination};
+use crate::engine::Determination;
 use crate::rules::cases::Case;
 use crate::rules::Registry;
 
@@ -80,10 +80,7 @@ fn version(v: &str) -> Vec<u64> {
 
 /// The case's request determined as `levy rules test` does.
 fn run(reg: &Registry, case: &Case) -> Option<Determination> {
-    let req = crate::api::schema::calculate::read_request(&case.request).ok()?;
-    let nexus: Option<BTreeMap<usize, bool>> = case.nexus.as_ref().map(|v| v.iter().map(|s| (*s, true)).collect());
-    let nexus = req.nexus_override.clone().or(nexus);
-    engine::determine(reg, &engine::Input { request: &req, nexus: nexus.as_ref(), vendor_ytd: case.vendor_ytd, as_of: case.as_of }).ok()
+    crate::scenarios::determine_case(reg, case).ok()
 }
 
 /// Whether two determinations agree on everything a case can expect.

@@ -13,9 +13,10 @@ use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 use super::model::{ChangeOp, Dimension, Impact, ImpactKind};
-use super::structural::{state_code, zip_runs, Found, Period, Reach};
+use super::structural::{zip_runs, Found, Period, Reach};
 use super::RuleSet;
 use crate::engine::determine::pct;
+use crate::engine::request::state_code;
 use crate::engine::{self, Determination};
 use crate::rules::registry::{Dated, Registry};
 use crate::rules::schema::{Fact, FactKind, CATEGORIES, STATES, TRANSACTION_TYPES, WORK_TYPES};
@@ -459,16 +460,7 @@ fn state_inputs(a: &Registry, b: &Registry, s: usize) -> Vec<Value> {
         }
     }
     let attestation = crate::engine::request::ATTESTATION_FIELDS;
-    let maintenance = [
-        "mandatory",
-        "includes_upgrades",
-        "includes_support",
-        "separately_itemized",
-        "update_delivery",
-        "support_kind",
-        "business_use",
-        "seller_sold_software",
-    ];
+    let maintenance = crate::engine::request::MAINTENANCE_FIELDS;
     let skipped = ["work_type_source", "intrastate", "has_exemption_certificate", "custom_software_attestation_complete"];
     for (fact, v, cat) in variants {
         let Some(tt) = a.classification.transaction_types.iter().position(|t| t.category == cat).and_then(|i| TRANSACTION_TYPES.get(i))

@@ -48,17 +48,27 @@ impl RuleSet {
 }
 
 /// What `levy rules diff` was asked.
+#[derive(clap::Args)]
 pub struct DiffArgs {
+    /// The old rules directory (or give --git).
     pub old: Option<PathBuf>,
+    /// The new rules directory.
     pub new: Option<PathBuf>,
-    /// `BASE` or `BASE..HEAD`: the rules/ of the repository around the current directory at those revisions (the
-    /// working tree's for a missing HEAD).
+    /// Compare rules/ of this repository at BASE and HEAD (BASE..HEAD), or at BASE and the working tree (BASE).
+    #[arg(long, value_name = "BASE[..HEAD]")]
     pub git: Option<String>,
-    /// Compare on this day only, instead of the days the changes start and end.
+    /// Compare on this day only (YYYY-MM-DD) instead of the days the changes start and end.
+    #[arg(long)]
     pub as_of: Option<String>,
+    /// text (the default; coloured on a terminal), markdown (for a pull request) or json (docs/diff.schema.json).
+    #[arg(long)]
     pub format: Option<String>,
+    /// Exit 1 when the rules changed without a higher registry version and a change-log entry for it, a changed
+    /// rate does not cite its new figure's source, or a case's expectation changed without its rules changing.
+    #[arg(long)]
     pub check: bool,
-    /// Print the JSON output's schema and nothing else.
+    /// Print the JSON Schema of --format json and exit.
+    #[arg(long)]
     pub schema: bool,
 }
 

@@ -6,11 +6,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Debug;
 
 use chrono::NaiveDate;
-use rust_decimal::Decimal;
 
 use super::model::{Change, ChangeKind, ChangeOp, FieldChange};
 use super::RuleSet;
-use crate::engine::determine::pct;
+use crate::engine::determine::{describe, pct};
+use crate::engine::request::state_code;
 use crate::rules::ast::{Cond, TaxOutcome};
 use crate::rules::registry::{Citation, Dated, Rule, RuleBody};
 use crate::rules::schema::{FactKind, CATEGORIES, STATES, TRANSACTION_TYPES, WORK_TYPES};
@@ -541,10 +541,6 @@ fn rule<O>(set: &RuleSet, r: &Rule<O>, then: impl Fn(&O) -> String) -> Item {
 }
 
 /// A state's code by its position (positions come from the registry, which only holds known states).
-pub fn state_code(s: usize) -> &'static str {
-    STATES.get(s).copied().unwrap_or("??")
-}
-
 /// The fields whose values differ, in the new item's order, then those only the old one has.
 fn differing(old: &[(String, String)], new: &[(String, String)]) -> Vec<FieldChange> {
     let get = |list: &[(String, String)], k: &str| list.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone()).filter(|v| !v.is_empty());
@@ -671,20 +667,8 @@ pub fn cond_text(c: &Cond) -> String {
 /// An outcome written back in the rule language (`taxable at 3% on 80% of base`).
 pub fn outcome_text(o: &TaxOutcome) -> String {
     match o {
-        TaxOutcome::Taxable { state_rate, base_share, with_local } => {
-            let mut s = "taxable".to_string();
-            if let Some(r) = state_rate {
-                s += &format!(" at {}", pct(*r));
-            }
-            if *base_share != Decimal::ONE {
-                s += &format!(" on {} of base", pct(*base_share));
-            }
-            if !with_local {
-                s += " without local";
-            }
-            s
-        }
         TaxOutcome::Exempt { kind, reason } if kind == "not_taxable" => format!("exempt {reason:?}"),
         TaxOutcome::Exempt { kind, reason } => format!("exempt as {kind} {reason:?}"),
+        taxable => describe(taxable),
     }
 }
