@@ -73,18 +73,19 @@ fn tail_with(tail: &str, extra: &[(&str, &str)], upgrade: Option<&[(&str, &str)]
     let mut s = String::with_capacity(tail.len() + 512);
     s.push_str(tail);
     let mut o = Obj { out: &mut s, empty: false };
+    put_extra(&mut o, extra, upgrade);
+    o.close();
+    s
+}
+
+/// `extra` string members, then an `upgrade` object of string members if given.
+fn put_extra(o: &mut Obj, extra: &[(&str, &str)], upgrade: Option<&[(&str, &str)]>) {
     for (k, v) in extra {
         o.put(k, v);
     }
     if let Some(upgrade) = upgrade {
-        o.obj("upgrade", |o| {
-            for (k, v) in upgrade {
-                o.put(k, v);
-            }
-        });
+        o.obj("upgrade", |o| put_extra(o, upgrade, None));
     }
-    o.close();
-    s
 }
 
 /// The two pieces the counterparty's 1099 total settles, each with its leading comma and the one after it:
@@ -162,16 +163,7 @@ pub fn demo(det: &Determination, extra: &[(&str, &str)], upgrade: Option<&[(&str
             }
         });
     }
-    for (k, v) in extra {
-        o.put(k, v);
-    }
-    if let Some(upgrade) = upgrade {
-        o.obj("upgrade", |o| {
-            for (k, v) in upgrade {
-                o.put(k, v);
-            }
-        });
-    }
+    put_extra(&mut o, extra, upgrade);
     o.close();
     out
 }
