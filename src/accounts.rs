@@ -30,11 +30,7 @@ pub enum Refused {
     Store(StoreError),
 }
 
-impl From<StoreError> for Refused {
-    fn from(e: StoreError) -> Self {
-        Refused::Store(e)
-    }
-}
+crate::store_failure!(Refused);
 
 /// A signup as the API read it: the forms the values are stored in (email trimmed and in lower case, the state in
 /// upper case, the EIN's digits alone).

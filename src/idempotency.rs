@@ -60,11 +60,7 @@ pub enum Refused {
     Store(StoreError),
 }
 
-impl From<StoreError> for Refused {
-    fn from(e: StoreError) -> Self {
-        Refused::Store(e)
-    }
-}
+crate::store_failure!(Refused);
 
 /// Claims `key` of the account for a request whose body hashes to `hash`, or finds the answer to replay; waits
 /// (up to 5 s) for a request with the same key that is still running.

@@ -32,11 +32,7 @@ pub enum Refused {
     Store(StoreError),
 }
 
-impl From<StoreError> for Refused {
-    fn from(e: StoreError) -> Self {
-        Refused::Store(e)
-    }
-}
+crate::store_failure!(Refused);
 
 /// The neutral partner-key prefix of the interface spec.
 pub const PARTNER_KEY_PREFIX: &str = "partner_live_";

@@ -80,17 +80,7 @@ pub enum Refused {
     Store(StoreError),
 }
 
-impl From<StoreError> for Refused {
-    fn from(e: StoreError) -> Self {
-        Refused::Store(e)
-    }
-}
-
-impl From<sea_orm::DbErr> for Refused {
-    fn from(e: sea_orm::DbErr) -> Self {
-        Refused::Store(e.into())
-    }
-}
+crate::store_failure!(Refused);
 
 /// The liability kept with a row, or its totals for a row recorded before liabilities were kept.
 pub fn liability_of(row: &transaction::Model) -> Liability {

@@ -81,11 +81,7 @@ pub enum Refusal {
     Store(StoreError),
 }
 
-impl From<StoreError> for Refusal {
-    fn from(e: StoreError) -> Self {
-        Refusal::Store(e)
-    }
-}
+crate::store_failure!(Refusal);
 
 const MINUTE_MS: i64 = 60_000;
 

@@ -38,11 +38,7 @@ pub enum Refused {
     Store(StoreError),
 }
 
-impl From<StoreError> for Refused {
-    fn from(e: StoreError) -> Self {
-        Refused::Store(e)
-    }
-}
+crate::store_failure!(Refused);
 
 /// A report's findings.
 pub struct Findings<'p> {

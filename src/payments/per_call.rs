@@ -89,11 +89,7 @@ pub enum Failure {
     Unrecorded(ledger::Refusal),
 }
 
-impl From<StoreError> for Failure {
-    fn from(e: StoreError) -> Self {
-        Failure::Store(e)
-    }
-}
+crate::store_failure!(Failure);
 
 /// Pays for one call with `payment` and records it to `entity_id`; see the module's order.
 pub async fn pay_and_record<P: PerCall>(

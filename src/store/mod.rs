@@ -38,6 +38,23 @@ pub enum StoreError {
     Other(String),
 }
 
+/// `From<StoreError>` and `From<DbErr>` for a domain's refusal `$t` whose `Store` variant holds a storage failure.
+#[macro_export]
+macro_rules! store_failure {
+    ($t:ident) => {
+        impl From<$crate::store::StoreError> for $t {
+            fn from(e: $crate::store::StoreError) -> Self {
+                $t::Store(e)
+            }
+        }
+        impl From<sea_orm::DbErr> for $t {
+            fn from(e: sea_orm::DbErr) -> Self {
+                $t::Store(e.into())
+            }
+        }
+    };
+}
+
 impl From<DbErr> for StoreError {
     fn from(e: DbErr) -> Self {
         if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) {

@@ -55,17 +55,7 @@ pub enum Refused {
     Store(StoreError),
 }
 
-impl From<StoreError> for Refused {
-    fn from(e: StoreError) -> Self {
-        Refused::Store(e)
-    }
-}
-
-impl From<sea_orm::DbErr> for Refused {
-    fn from(e: sea_orm::DbErr) -> Self {
-        Refused::Store(e.into())
-    }
-}
+crate::store_failure!(Refused);
 
 impl From<idempotency::Refused> for Refused {
     fn from(e: idempotency::Refused) -> Self {
