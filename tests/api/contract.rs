@@ -379,3 +379,39 @@ fn no_body_field_compiles_its_pattern_per_request() {
     }
     assert!(found.is_empty(), "poem-openapi pattern validators (compiled on every request): {found:?}");
 }
+
+/// The figures that the document's header descriptions state (poem-openapi takes them only as literals) are the
+/// ones the server sends: the per-key and demo limits of X-RateLimit-Limit, and the public reads' Cache-Control.
+#[tokio::test]
+async fn documented_header_figures_are_the_ones_sent() {
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let doc: Value = serde_json::from_str(&levy::api::openapi_json(app.state.clone())).unwrap();
+    let described = |path: &str, method: &str, status: &str, header: &str| {
+        let d = &doc["paths"][path][method]["responses"][status]["headers"][header]["description"];
+        d.as_str().unwrap_or_else(|| panic!("{method} {path} {status} documents no {header}")).to_string()
+    };
+    // The number in parentheses that follows `after` in `text`: "… for this key (120)." → "120".
+    let figure = |text: &str, after: &str| {
+        let rest = &text[text.find(after).unwrap_or_else(|| panic!("`{after}` in `{text}`")) + after.len()..];
+        rest.trim_start().strip_prefix('(').and_then(|r| r.split_once(')')).map(|(n, _)| n.to_string())
+    };
+    let a = app.signup("documented@example.com").await;
+    let calc = json!({"amount": 10, "buyer_state": "TX", "counterparty_id": "c"});
+    let keyed = app.post("/api/v1/calculate", Some(&a.key), &calc).await;
+    let demo = app.request("POST", "/api/v1/calculate", None, &[("X-Forwarded-For", "203.0.113.9")], Some(&calc.to_string())).await;
+    assert_eq!((keyed.status, demo.status), (200, 200), "{} {}", keyed.text, demo.text);
+    let limit = described("/api/v1/calculate", "post", "200", "X-RATELIMIT-LIMIT");
+    assert_eq!(keyed.header("x-ratelimit-limit"), figure(&limit, "for this key"));
+    assert_eq!(demo.header("x-ratelimit-limit"), figure(&limit, "per UTC day"));
+
+    let buy = json!({"asset_symbol": "BTC", "trade_type": "buy", "quantity": "1", "price_per_unit": "100", "trade_date": "2026-01-05T12:00:00Z", "asset_class": "crypto"});
+    let trade = app.post("/api/v1/trades", Some(&a.key), &buy).await;
+    assert_eq!(trade.status, 201, "{}", trade.text);
+    let limit = described("/api/v1/trades", "post", "201", "X-RATELIMIT-LIMIT");
+    assert_eq!(trade.header("x-ratelimit-limit"), figure(&limit, "for this key"));
+
+    let rates = app.get("/api/v1/rates/capital-gains", None).await;
+    assert_eq!(rates.status, 200);
+    let cache = described("/api/v1/rates/capital-gains", "get", "200", "CACHE-CONTROL");
+    assert_eq!(rates.header("cache-control").as_deref(), cache.strip_suffix('.'));
+}
