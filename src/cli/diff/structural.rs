@@ -540,7 +540,6 @@ fn rule<O>(set: &RuleSet, r: &Rule<O>, then: impl Fn(&O) -> String) -> Item {
     item(r.id.clone(), loc(set, &r.span), fields, vec![(r.from, r.to)])
 }
 
-/// A state's code by its position (positions come from the registry, which only holds known states).
 /// The fields whose values differ, in the new item's order, then those only the old one has.
 fn differing(old: &[(String, String)], new: &[(String, String)]) -> Vec<FieldChange> {
     let get = |list: &[(String, String)], k: &str| list.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone()).filter(|v| !v.is_empty());
